@@ -1,0 +1,60 @@
+# akunu: the compiler (akunuc) and the runtime (akunu).
+#
+#   make demo   synthesize a small model, inspect it (compile and run come with the runtime)
+#   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
+#   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
+#   make fuzz   long fuzzing (FUZZTIME per target, default 5m)
+
+GO       ?= go
+FUZZTIME ?= 5m
+export CGO_ENABLED := 0
+
+BIN := bin
+# Fuzz targets as package:Target.
+FUZZ_TARGETS := \
+	./compiler/gguf:FuzzHeader \
+	./compiler/gguf:FuzzMetadata \
+	./compiler/gguf:FuzzTensorInfo \
+	./compiler/gguf:FuzzTokenizerArrays
+
+.PHONY: all build test unit fuzz fuzz-short lint demo llama clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The llama.cpp reference library (npm: @node-llama-cpp/<platform>) that the
+# differential tests call through purego.
+llama:
+	@scripts/fetch-llama.sh >/dev/null
+
+test: llama unit fuzz-short
+
+unit:
+	$(GO) test -timeout 15m ./...
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	done
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+
+DEMO := testdata/tmp
+demo: build
+	@mkdir -p $(DEMO)
+	$(BIN)/akunuc synth --arch llama --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 688 --dtype q8_0 --seed 1 -o $(DEMO)/demo.gguf
+	$(BIN)/akunuc inspect $(DEMO)/demo.gguf
+
+clean:
+	rm -rf $(BIN) $(DEMO)
