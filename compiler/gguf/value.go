@@ -96,20 +96,42 @@ type Value struct {
 	valid bool
 }
 
-// Scalar constructors.
+// Uint8 makes a u8 value.
+func Uint8(v uint8) Value { return Value{typ: TypeUint8, bits: uint64(v), valid: true} }
 
-func Uint8(v uint8) Value     { return Value{typ: TypeUint8, bits: uint64(v), valid: true} }
-func Int8(v int8) Value       { return Value{typ: TypeInt8, bits: uint64(int64(v)), valid: true} }
-func Uint16(v uint16) Value   { return Value{typ: TypeUint16, bits: uint64(v), valid: true} }
-func Int16(v int16) Value     { return Value{typ: TypeInt16, bits: uint64(int64(v)), valid: true} }
-func Uint32(v uint32) Value   { return Value{typ: TypeUint32, bits: uint64(v), valid: true} }
-func Int32(v int32) Value     { return Value{typ: TypeInt32, bits: uint64(int64(v)), valid: true} }
-func Float32(v float32) Value { return Value{typ: TypeFloat32, bits: uint64(math.Float32bits(v)), valid: true} }
-func Uint64(v uint64) Value   { return Value{typ: TypeUint64, bits: v, valid: true} }
-func Int64(v int64) Value     { return Value{typ: TypeInt64, bits: uint64(v), valid: true} }
+// Int8 makes an i8 value.
+func Int8(v int8) Value { return Value{typ: TypeInt8, bits: uint64(int64(v)), valid: true} }
+
+// Uint16 makes a u16 value.
+func Uint16(v uint16) Value { return Value{typ: TypeUint16, bits: uint64(v), valid: true} }
+
+// Int16 makes an i16 value.
+func Int16(v int16) Value { return Value{typ: TypeInt16, bits: uint64(int64(v)), valid: true} }
+
+// Uint32 makes a u32 value.
+func Uint32(v uint32) Value { return Value{typ: TypeUint32, bits: uint64(v), valid: true} }
+
+// Int32 makes an i32 value.
+func Int32(v int32) Value { return Value{typ: TypeInt32, bits: uint64(int64(v)), valid: true} }
+
+// Float32 makes an f32 value.
+func Float32(v float32) Value {
+	return Value{typ: TypeFloat32, bits: uint64(math.Float32bits(v)), valid: true}
+}
+
+// Uint64 makes a u64 value.
+func Uint64(v uint64) Value { return Value{typ: TypeUint64, bits: v, valid: true} }
+
+// Int64 makes an i64 value.
+func Int64(v int64) Value { return Value{typ: TypeInt64, bits: uint64(v), valid: true} }
+
+// Float64 makes an f64 value.
 func Float64(v float64) Value { return Value{typ: TypeFloat64, bits: math.Float64bits(v), valid: true} }
-func String(v string) Value   { return Value{typ: TypeString, str: v, valid: true} }
 
+// String makes a string value.
+func String(v string) Value { return Value{typ: TypeString, str: v, valid: true} }
+
+// Bool makes a bool value (stored as one byte, 0 or 1).
 func Bool(v bool) Value {
 	var b uint64
 	if v {
@@ -118,19 +140,42 @@ func Bool(v bool) Value {
 	return Value{typ: TypeBool, bits: b, valid: true}
 }
 
-// Array constructors; each copies its argument.
+// The array constructors below copy their argument.
 
-func Uint8s(v []uint8) Value     { return arrayOf(TypeUint8, slices.Clone(v)) }
-func Int8s(v []int8) Value       { return arrayOf(TypeInt8, slices.Clone(v)) }
-func Uint16s(v []uint16) Value   { return arrayOf(TypeUint16, slices.Clone(v)) }
-func Int16s(v []int16) Value     { return arrayOf(TypeInt16, slices.Clone(v)) }
-func Uint32s(v []uint32) Value   { return arrayOf(TypeUint32, slices.Clone(v)) }
-func Int32s(v []int32) Value     { return arrayOf(TypeInt32, slices.Clone(v)) }
+// Uint8s makes an array of u8.
+func Uint8s(v []uint8) Value { return arrayOf(TypeUint8, slices.Clone(v)) }
+
+// Int8s makes an array of i8.
+func Int8s(v []int8) Value { return arrayOf(TypeInt8, slices.Clone(v)) }
+
+// Uint16s makes an array of u16.
+func Uint16s(v []uint16) Value { return arrayOf(TypeUint16, slices.Clone(v)) }
+
+// Int16s makes an array of i16.
+func Int16s(v []int16) Value { return arrayOf(TypeInt16, slices.Clone(v)) }
+
+// Uint32s makes an array of u32.
+func Uint32s(v []uint32) Value { return arrayOf(TypeUint32, slices.Clone(v)) }
+
+// Int32s makes an array of i32 (token types, for one).
+func Int32s(v []int32) Value { return arrayOf(TypeInt32, slices.Clone(v)) }
+
+// Float32s makes an array of f32 (token scores, for one).
 func Float32s(v []float32) Value { return arrayOf(TypeFloat32, slices.Clone(v)) }
-func Bools(v []bool) Value       { return arrayOf(TypeBool, slices.Clone(v)) }
-func Strings(v []string) Value   { return arrayOf(TypeString, slices.Clone(v)) }
-func Uint64s(v []uint64) Value   { return arrayOf(TypeUint64, slices.Clone(v)) }
-func Int64s(v []int64) Value     { return arrayOf(TypeInt64, slices.Clone(v)) }
+
+// Bools makes an array of bool.
+func Bools(v []bool) Value { return arrayOf(TypeBool, slices.Clone(v)) }
+
+// Strings makes an array of strings (tokens and merges, for two).
+func Strings(v []string) Value { return arrayOf(TypeString, slices.Clone(v)) }
+
+// Uint64s makes an array of u64.
+func Uint64s(v []uint64) Value { return arrayOf(TypeUint64, slices.Clone(v)) }
+
+// Int64s makes an array of i64.
+func Int64s(v []int64) Value { return arrayOf(TypeInt64, slices.Clone(v)) }
+
+// Float64s makes an array of f64.
 func Float64s(v []float64) Value { return arrayOf(TypeFloat64, slices.Clone(v)) }
 
 // Arrays builds an array of arrays. Every element must itself be an array

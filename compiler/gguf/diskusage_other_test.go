@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package gguf
+
+func diskUsage(string) (int64, bool) { return 0, false }
