@@ -263,7 +263,7 @@ func ParseNVIDIAInformation(text string) (string, bool) {
 // CPUInfo is what ParseCPUInfo found.
 type CPUInfo struct {
 	Arch  string // amd64 or arm64, from the shape of the file
-	Model string // "model name" (x86) or "CPU part"-less arm: may be empty
+	Model string // the "model name" line; arm64 kernels print none
 	ISA   string // the best CPU target: avx512, avx2, neon, or "" for none
 	// Missing names the features that kept the next better target away
 	// ("avx512bw"), for the report.

@@ -31,6 +31,10 @@ const (
 	nvidiaH100SXM  = "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 154\nGPU UUID: \t GPU-5a4f1c1e\nBus Type: \t PCIe\nBus Location: \t 0000:1a:00.0\n"
 	nvidiaH100PCIe = "Model: \t\t NVIDIA H100 PCIe\nIRQ:   \t\t 154\n"
 	nvidiaRTX4090  = "Model: \t\t NVIDIA GeForce RTX 4090\nIRQ:   \t\t 154\n"
+	// Recorded on the project's H200 device machine (driver 580).
+	nvidiaH200 = "Model: \t\t NVIDIA H200\nIRQ:   \t\t 41\nGPU UUID: \t GPU-8248db9c-6528-33e5-e270-a0365cef82d9\n" +
+		"Video BIOS: \t 96.00.a5.00.1a\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n" +
+		"Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\nGPU Firmware: \t 580.159.04\nGPU Excluded:\t No\n"
 
 	cpuinfoSapphireRapids = `processor	: 0
 vendor_id	: GenuineIntel
@@ -191,6 +195,10 @@ func TestDetectFindsTheMachine(t *testing.T) {
 			files: map[string]string{"/proc/driver/nvidia/gpus/0000:1a:00.0/information": nvidiaH100SXM, "/proc/cpuinfo": cpuinfoSapphireRapids},
 			libs:  []string{"/usr/lib/x86_64-linux-gnu/libcuda.so.1"}},
 			"h100-sxm", []string{"GPU 0000:1a:00.0: NVIDIA H100 80GB HBM3", "-> h100-sxm", "driver library: /usr/lib/x86_64-linux-gnu/libcuda.so.1", "profile: h100-sxm (sm90, 132 SMs)"}},
+		{"an H200 as its driver reports it, with the library where the container runtime puts it", fakeProbe{goos: "linux",
+			files: map[string]string{"/proc/driver/nvidia/gpus/0000:00:06.0/information": nvidiaH200, "/proc/cpuinfo": cpuinfoSapphireRapids},
+			libs:  []string{"/usr/local/nvidia/lib64/libcuda.so.1"}},
+			"h200-sxm", []string{"GPU 0000:00:06.0: NVIDIA H200 (", "-> h200-sxm", "driver library: /usr/local/nvidia/lib64/libcuda.so.1", "profile: h200-sxm"}},
 		{"an H100 PCIe is told from an SXM", fakeProbe{goos: "linux",
 			files: map[string]string{"/proc/driver/nvidia/gpus/0000:3b:00.0/information": nvidiaH100PCIe, "/proc/cpuinfo": cpuinfoZen3}},
 			"h100-pcie", []string{"NVIDIA H100 PCIe", "libcuda.so.1 not found", "profile: h100-pcie"}},

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -53,7 +55,7 @@ type Catalog struct {
 	byName   map[string]int // name or alias → index
 }
 
-var defaultCatalog = sync.OnceValues(func() (*Catalog, error) { return Load(embedded) })
+var defaultCatalog = sync.OnceValues(func() (*Catalog, error) { return load(embedded, "specs/chips") })
 
 // Default returns the catalog of the embedded profiles. They are checked by
 // the package's tests, so an error here means a broken build; it panics.
@@ -66,8 +68,11 @@ func Default() *Catalog {
 }
 
 // Load reads every *.yaml file at the root of fsys. It reports every problem
-// it finds, each as an *Error, joined.
-func Load(fsys fs.FS) (*Catalog, error) {
+// it finds, joined; each wraps ErrInvalid and starts with file:line:col.
+func Load(fsys fs.FS) (*Catalog, error) { return load(fsys, "") }
+
+// load names files dir/NAME in errors and positions.
+func load(fsys fs.FS, dir string) (*Catalog, error) {
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, err
@@ -81,7 +86,7 @@ func Load(fsys fs.FS) (*Catalog, error) {
 			errs = append(errs, err)
 			continue
 		}
-		ps, err := ParseFile(path.Join("specs/chips", name), data)
+		ps, err := ParseFile(path.Join(dir, name), data)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -219,10 +224,16 @@ func findKey(n *yaml.Node, line int, key string) *yaml.Node {
 	return nil
 }
 
-// knownFields lists the YAML keys of a profile, for suggestions.
+// knownFields lists the YAML keys of the schema, for suggestions.
 func knownFields() []string {
-	return []string{"name", "aliases", "vendor", "chip", "match", "gpu_cores", "isa", "arch",
-		"family", "metal", "bandwidth_gbs", "slc", "memory_gb", "unreleased", "note", "profiles"}
+	keys := []string{"profiles"}
+	t := reflect.TypeFor[Profile]()
+	for i := range t.NumField() {
+		if k := t.Field(i).Tag.Get("yaml"); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // validator checks one decoded profile against its node, so that each
@@ -361,11 +372,4 @@ func (v *validator) check(p *Profile) {
 }
 
 // sortedNames returns every name and alias, sorted, for suggestions.
-func (c *Catalog) sortedNames() []string {
-	names := make([]string, 0, len(c.byName))
-	for n := range c.byName {
-		names = append(names, n)
-	}
-	slices.SortFunc(names, cmp.Compare)
-	return names
-}
+func (c *Catalog) sortedNames() []string { return slices.Sorted(maps.Keys(c.byName)) }
