@@ -38,10 +38,12 @@ type ggmlFuncs struct {
 	fp32ToFP16Row    uintptr
 	fp32ToBF16RowRef uintptr
 	loadAllFromPath  func(dir string)
+	base             uintptr // libggml-base's handle, for per-type symbols
 }
 
 func (g *ggmlFuncs) bind(base, ggml uintptr) error {
 	var b binder
+	g.base = base
 	b.fn(base, "ggml_type_size", &g.typeSize)
 	b.fn(base, "ggml_blck_size", &g.blckSize)
 	b.fn(base, "ggml_type_name", &g.typeName)
@@ -117,9 +119,23 @@ func (l *Lib) rowShape(t dtype.Type, n int) (int, error) {
 	return n / bs * ts, nil
 }
 
+// typeFn returns the function in t's traits, or else the exported symbol
+// pattern names for t's ggml name (Q8_K's traits list neither function, but
+// libggml-base exports both).
+func (l *Lib) typeFn(t dtype.Type, fromTraits uintptr, pattern string) uintptr {
+	if fromTraits != 0 {
+		return fromTraits
+	}
+	sym, err := purego.Dlsym(l.ggml.base, fmt.Sprintf(pattern, l.TypeName(t)))
+	if err != nil {
+		return 0
+	}
+	return sym
+}
+
 // Dequantize converts n elements of type t in src to float32 with ggml's
-// to_float for t. Types without one (F32, the integer types, Q8_1) are an
-// error.
+// to_float for t (or its exported dequantize_row_<type>). Types without one
+// (F32, F64, the integer types, Q8_1) are an error.
 func (l *Lib) Dequantize(t dtype.Type, src []byte, n int) ([]float32, error) {
 	size, err := l.rowShape(t, n)
 	if err != nil {
@@ -132,7 +148,7 @@ func (l *Lib) Dequantize(t dtype.Type, src []byte, n int) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	fn := tr.ToFloat
+	fn := l.typeFn(t, tr.ToFloat, "dequantize_row_%s")
 	if fn == 0 {
 		return nil, fmt.Errorf("llamacpp: ggml has no to_float for %v", t)
 	}
@@ -162,7 +178,7 @@ func (l *Lib) QuantizeRef(t dtype.Type, src []float32) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		fn = tr.FromFloatRef
+		fn = l.typeFn(t, tr.FromFloatRef, "quantize_row_%s_ref")
 	}
 	if fn == 0 {
 		return nil, fmt.Errorf("llamacpp: ggml has no reference quantizer for %v", t)
