@@ -147,11 +147,22 @@ func (m *Model) Close() {
 	}
 }
 
-func (m *Model) NEmbd() int      { return int(m.lib.ll.modelNEmbd(m.ptr)) }
-func (m *Model) NLayer() int     { return int(m.lib.ll.modelNLayer(m.ptr)) }
-func (m *Model) NHead() int      { return int(m.lib.ll.modelNHead(m.ptr)) }
-func (m *Model) NHeadKV() int    { return int(m.lib.ll.modelNHeadKV(m.ptr)) }
-func (m *Model) NCtxTrain() int  { return int(m.lib.ll.modelNCtxTrain(m.ptr)) }
+// NEmbd is the embedding width.
+func (m *Model) NEmbd() int { return int(m.lib.ll.modelNEmbd(m.ptr)) }
+
+// NLayer is the number of blocks.
+func (m *Model) NLayer() int { return int(m.lib.ll.modelNLayer(m.ptr)) }
+
+// NHead is the number of query heads.
+func (m *Model) NHead() int { return int(m.lib.ll.modelNHead(m.ptr)) }
+
+// NHeadKV is the number of key/value heads.
+func (m *Model) NHeadKV() int { return int(m.lib.ll.modelNHeadKV(m.ptr)) }
+
+// NCtxTrain is the context length the model was trained with.
+func (m *Model) NCtxTrain() int { return int(m.lib.ll.modelNCtxTrain(m.ptr)) }
+
+// NParams is the number of weights.
 func (m *Model) NParams() uint64 { return m.lib.ll.modelNParams(m.ptr) }
 
 // RopeType is llama.cpp's rope type for the architecture (RopeTypeNorm, ...).
@@ -188,18 +199,29 @@ func (m *Model) Desc() string {
 	return s
 }
 
-// Vocabulary accessors.
+// NVocab is the number of tokens in the vocabulary.
+func (m *Model) NVocab() int { return int(m.lib.ll.vocabNTokens(m.vocab)) }
 
-func (m *Model) NVocab() int                  { return int(m.lib.ll.vocabNTokens(m.vocab)) }
-func (m *Model) VocabType() int               { return int(m.lib.ll.vocabType(m.vocab)) }
-func (m *Model) BOS() int32                   { return m.lib.ll.vocabBOS(m.vocab) }
-func (m *Model) EOS() int32                   { return m.lib.ll.vocabEOS(m.vocab) }
-func (m *Model) EOT() int32                   { return m.lib.ll.vocabEOT(m.vocab) }
-func (m *Model) NL() int32                    { return m.lib.ll.vocabNL(m.vocab) }
-func (m *Model) AddBOS() bool                 { return m.lib.ll.vocabGetAddBOS(m.vocab) }
-func (m *Model) AddEOS() bool                 { return m.lib.ll.vocabGetAddEOS(m.vocab) }
-func (m *Model) IsEOG(tok int32) bool         { return m.lib.ll.vocabIsEOG(m.vocab, tok) }
-func (m *Model) IsControl(tok int32) bool     { return m.lib.ll.vocabIsControl(m.vocab, tok) }
+// VocabType is llama.cpp's tokenizer kind (1 SPM, 2 BPE, 3 WPM, 4 UGM, ...).
+func (m *Model) VocabType() int { return int(m.lib.ll.vocabType(m.vocab)) }
+
+// BOS, EOS, EOT and NL are the special token ids (-1 when absent).
+func (m *Model) BOS() int32 { return m.lib.ll.vocabBOS(m.vocab) }
+func (m *Model) EOS() int32 { return m.lib.ll.vocabEOS(m.vocab) }
+func (m *Model) EOT() int32 { return m.lib.ll.vocabEOT(m.vocab) }
+func (m *Model) NL() int32  { return m.lib.ll.vocabNL(m.vocab) }
+
+// AddBOS and AddEOS say whether tokenizing with addSpecial adds them.
+func (m *Model) AddBOS() bool { return m.lib.ll.vocabGetAddBOS(m.vocab) }
+func (m *Model) AddEOS() bool { return m.lib.ll.vocabGetAddEOS(m.vocab) }
+
+// IsEOG reports an end-of-generation token.
+func (m *Model) IsEOG(tok int32) bool { return m.lib.ll.vocabIsEOG(m.vocab, tok) }
+
+// IsControl reports a control token.
+func (m *Model) IsControl(tok int32) bool { return m.lib.ll.vocabIsControl(m.vocab, tok) }
+
+// TokenText, TokenScore and TokenAttr are the vocabulary's entries for tok.
 func (m *Model) TokenText(tok int32) string   { return m.lib.ll.vocabGetText(m.vocab, tok) }
 func (m *Model) TokenScore(tok int32) float32 { return m.lib.ll.vocabGetScore(m.vocab, tok) }
 func (m *Model) TokenAttr(tok int32) int32    { return m.lib.ll.vocabGetAttr(m.vocab, tok) }
