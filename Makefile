@@ -53,7 +53,7 @@ lint:
 DEMO := testdata/tmp
 demo: build
 	@mkdir -p $(DEMO)
-	$(BIN)/akunuc synth --arch llama --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 688 --dtype q8_0 --seed 1 -o $(DEMO)/demo.gguf
+	$(BIN)/akunuc synth --arch llama --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 768 --dtype q8_0 --seed 1 -o $(DEMO)/demo.gguf
 	$(BIN)/akunuc inspect $(DEMO)/demo.gguf
 
 clean:

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/specs"
+)
+
+func init() {
+	register(command{
+		name:    "synth",
+		summary: "write a GGUF model with random weights of any architecture, shape and dtype",
+		usage: "--arch NAME --dim N --layers N --heads N [--kv-heads N] [--head-dim N] [--ffn N]\n" +
+			"       [--dtype T] [--embd-dtype T] [--tied] [--vocab FILE.gguf] [--seed S] [--sparse]\n" +
+			"       [--set hparam=value ...] -o OUT.gguf",
+		run: runSynth,
+	})
+}
+
+// setFlags collects repeated --set name=value flags.
+type setFlags map[string]specs.Value
+
+func (s setFlags) String() string { return "" }
+
+func (s setFlags) Set(arg string) error {
+	name, val, ok := strings.Cut(arg, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("want hparam=value, got %q", arg)
+	}
+	s[name] = parseValue(val)
+	return nil
+}
+
+// parseValue reads an int, a float, a bool, a comma-separated list of those,
+// or else a string.
+func parseValue(s string) specs.Value {
+	if strings.Contains(s, ",") {
+		var elems []specs.Value
+		for _, p := range strings.Split(s, ",") {
+			elems = append(elems, parseValue(p))
+		}
+		return specs.ArrayValue(elems[0].Kind, len(elems), elems)
+	}
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return specs.IntValue(i)
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return specs.FloatValue(f)
+	}
+	if b, err := strconv.ParseBool(s); err == nil {
+		return specs.BoolValue(b)
+	}
+	return specs.StringValue(s)
+}
+
+func runSynth(ctx *cli, args []string) error {
+	c := commands["synth"]
+	fs := newFlags(ctx, c)
+	var o synth.Options
+	var dt, edt, vocab, out string
+	set := setFlags{}
+	fs.StringVar(&o.Arch, "arch", "", "architecture: a spec name (llama, qwen3, gemma3, ...) or a general.architecture value")
+	fs.IntVar(&o.Dim, "dim", 0, "embedding length")
+	fs.IntVar(&o.Layers, "layers", 0, "number of layers")
+	fs.IntVar(&o.Heads, "heads", 0, "attention heads")
+	fs.IntVar(&o.KVHeads, "kv-heads", 0, "key/value heads (default: --heads)")
+	fs.IntVar(&o.HeadDim, "head-dim", 0, "head dimension (default: dim/heads)")
+	fs.IntVar(&o.FFN, "ffn", 0, "feed-forward length (default: 4*dim)")
+	fs.IntVar(&o.CtxTrain, "ctx", 2048, "training context length written to the metadata")
+	fs.StringVar(&dt, "dtype", "f32", "dtype of the weight matrices: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k")
+	fs.StringVar(&edt, "embd-dtype", "", "dtype of the token embedding (default: --dtype)")
+	fs.BoolVar(&o.Tied, "tied", false, "no output matrix: logits use the token embedding")
+	fs.StringVar(&vocab, "vocab", "", "copy the tokenizer of this GGUF file (default: a small built-in byte-level BPE)")
+	fs.Uint64Var(&o.Seed, "seed", 1, "random seed; the same seed gives the same file")
+	fs.BoolVar(&o.Sparse, "sparse", false, "zero weights written as holes: the file's shape without its disk space")
+	fs.Var(set, "set", "set another hparam of the spec, e.g. --set sliding_window=512 (repeatable)")
+	fs.StringVar(&out, "o", "", "output file (required)")
+	if _, err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if out == "" {
+		return fmt.Errorf("%w: -o OUT.gguf is required", errUsage)
+	}
+	var err error
+	if o.DType, err = dtype.Parse(dt); err != nil {
+		return fmt.Errorf("%w: --dtype: %v", errUsage, err)
+	}
+	if edt != "" {
+		if o.EmbedDType, err = dtype.Parse(edt); err != nil {
+			return fmt.Errorf("%w: --embd-dtype: %v", errUsage, err)
+		}
+		o.EmbedSet = true
+	}
+	if len(set) > 0 {
+		o.Set = set
+	}
+	if vocab != "" {
+		if o.Vocab, err = synth.VocabFromGGUF(vocab); err != nil {
+			return err
+		}
+	}
+	reg, err := specs.Builtin()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	last := start
+	o.Progress = func(done, total int64) {
+		if total < 64<<20 || (time.Since(last) < time.Second && done < total) {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(ctx.stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), human(total))
+		if done == total {
+			fmt.Fprintln(ctx.stderr)
+		}
+	}
+	p, err := synth.Build(reg, o)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(out, o.Seed); err != nil {
+		return err
+	}
+	var params int64
+	for _, t := range p.Tensors {
+		n := int64(1)
+		for _, d := range t.Shape {
+			n *= d
+		}
+		params += n
+	}
+	fmt.Fprintf(ctx.stdout, "wrote %s: %s (%s), %d tensors, %s parameters, %s in %.1fs\n",
+		out, p.HParams.Arch, p.Arch.Name, len(p.Tensors), humanCount(params), strings.ToLower(o.DType.String()), time.Since(start).Seconds())
+	return nil
+}
+
+// human prints a byte count with a binary unit.
+func human(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// humanCount prints a count with a decimal suffix (1.2M, 8.0B).
+func humanCount(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2fB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1fK", float64(n)/1e3)
+	}
+	return strconv.FormatInt(n, 10)
+}
