@@ -153,7 +153,7 @@ func (c *cursor) u64(what string) (uint64, error) {
 // reported before anything is allocated.
 func (c *cursor) str(what string, max uint64) (string, error) {
 	at := c.off
-	n, err := c.u64(what + " length")
+	n, err := c.u64(what) // "key needs 8 bytes": no concatenation on the hot path
 	if err != nil {
 		return "", err
 	}
