@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/modelinfo"
 	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/specs"
 )
@@ -115,7 +116,7 @@ func runSynth(ctx *cli, args []string) error {
 			return
 		}
 		last = time.Now()
-		fmt.Fprintf(ctx.stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), human(total))
+		fmt.Fprintf(ctx.stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), modelinfo.Bytes(total))
 		if done == total {
 			fmt.Fprintln(ctx.stderr)
 		}
@@ -136,33 +137,6 @@ func runSynth(ctx *cli, args []string) error {
 		params += n
 	}
 	fmt.Fprintf(ctx.stdout, "wrote %s: %s (%s), %d tensors, %s parameters, %s in %.1fs\n",
-		out, p.HParams.Arch, p.Arch.Name, len(p.Tensors), humanCount(params), strings.ToLower(o.DType.String()), time.Since(start).Seconds())
+		out, p.HParams.Arch, p.Arch.Name, len(p.Tensors), modelinfo.Count(params), strings.ToLower(o.DType.String()), time.Since(start).Seconds())
 	return nil
-}
-
-// human prints a byte count with a binary unit.
-func human(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
-// humanCount prints a count with a decimal suffix (1.2M, 8.0B).
-func humanCount(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fK", float64(n)/1e3)
-	}
-	return strconv.FormatInt(n, 10)
 }
