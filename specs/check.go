@@ -145,8 +145,9 @@ func (ck *checker) checkGraph() {
 
 func (ck *checker) checkStmt(s *stmt, env *graphEnv) {
 	sc := scope{path: s.path, layer: env.perLayer, where: env.where}
+	condOK := true
 	if s.cond != nil {
-		ck.expect(s.cond, sc, tBool, "a condition")
+		_, condOK = ck.expect(s.cond, sc, tBool, "a condition")
 	}
 	call, ok := s.value.(*callNode)
 	if !ok {
@@ -161,7 +162,7 @@ func (ck *checker) checkStmt(s *stmt, env *graphEnv) {
 		if _, isTensor := ck.a.tensorIx[t]; isTensor {
 			ck.c.add(ErrInvalid, s.pos, s.path, "%s names a tensor; give the value another name", t)
 		}
-		if s.cond != nil && !env.defined[t] {
+		if s.cond != nil && condOK && !env.defined[t] {
 			ck.c.add(ErrInvalid, s.pos, s.path, "%s is defined only when %s; define it unconditionally first", t, exprString(s.cond))
 		}
 		env.defined[t] = true
@@ -219,16 +220,15 @@ func (ck *checker) checkOp(call *callNode, sc scope, env *graphEnv) (int, bool) 
 		seen[na.key] = true
 		good = ck.checkArg(call, p, na.val, sc, env) && good
 	}
-	// Defaults refer to standard hparams: the spec must declare them.
+	// Defaults refer to standard hparams: the spec must declare them (a
+	// declared one that failed to type is already reported).
 	for _, p := range sig.named {
 		if p.kind != pkExpr || p.defNode == nil || seen[p.name] {
 			continue
 		}
-		var sub errs
-		sub2 := &checker{a: ck.a, c: &sub, state: ck.state}
-		if _, ok := sub2.expect(p.defNode, sc, p.typ, p.name); !ok {
-			ck.c.add(ErrUnknownName, call.p, sc.path, "%s: %s defaults to %s, which this spec cannot evaluate here; declare it or pass %s=",
-				call.fn, p.name, p.def, p.name)
+		if missing := ck.undeclared(p.defNode); len(missing) > 0 {
+			ck.c.add(ErrUnknownName, call.p, sc.path, "%s: %s defaults to %s, but the spec declares no %s; declare it or pass %s=",
+				call.fn, p.name, p.def, strings.Join(missing, ", "), p.name)
 			good = false
 		}
 	}
@@ -309,4 +309,30 @@ func (ck *checker) noteRole(logical string, r TensorRole) {
 		return
 	}
 	ck.a.roles[logical] = r
+}
+
+// undeclared lists the hparams an expression names that the spec does not
+// declare.
+func (ck *checker) undeclared(n node) []string {
+	var out []string
+	var walk func(n node)
+	walk = func(n node) {
+		switch n := n.(type) {
+		case *nameNode:
+			if _, ok := ck.a.hp[n.name]; !ok && n.name != "layer" {
+				out = append(out, n.name)
+			}
+		case *unaryNode:
+			walk(n.x)
+		case *binNode:
+			walk(n.l)
+			walk(n.r)
+		case *callNode:
+			for _, a := range n.args {
+				walk(a)
+			}
+		}
+	}
+	walk(n)
+	return out
 }

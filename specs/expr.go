@@ -98,10 +98,23 @@ func (m posMap) start() Pos { return Pos{File: m.file, Line: m.line, Col: m.col}
 func syntaxError(m posMap, path string, err error) *Error {
 	var pe participle.Error
 	if errors.As(err, &pe) {
-		return &Error{Pos: m.at(pe.Position()), Path: path, Msg: pe.Message(), Kind: ErrSyntax}
+		return &Error{Pos: m.at(pe.Position()), Path: path, Msg: grammarWords.Replace(pe.Message()), Kind: ErrSyntax}
 	}
 	return &Error{Pos: m.start(), Path: path, Msg: err.Error(), Kind: ErrSyntax}
 }
+
+// grammarWords turns participle's names for grammar rules into words.
+var grammarWords = strings.NewReplacer(
+	`unexpected token "<EOF>"`, "unexpected end of text",
+	`"<EOF>"`, "end of text",
+	"PrimaryAST", "an operand",
+	"UnaryAST", "an operand",
+	"ExprAST", "an expression",
+	"ArgAST", "an argument",
+	"FlagAST*", "flags (optional, fallback T, if COND)",
+	"FlagAST", "a flag (optional, fallback T, if COND)",
+	"StmtAST", "a statement",
+)
 
 // parseExpr parses one expression.
 func parseExpr(m posMap, path, src string) (node, *Error) {

@@ -51,7 +51,7 @@ type Op struct {
 
 	Sizes []int // split
 
-	Pos Pos // the statement it comes from
+	Pos Pos // where the op is written
 }
 
 // Program is a model's forward pass for one token position, in the order
@@ -152,18 +152,22 @@ func (lw *lowering) part(stmts []*stmt, block string, layer int, env map[string]
 }
 
 func (lw *lowering) fail(s *stmt, layer int, kind error, format string, args ...any) {
+	lw.failAt(s.pos, s, layer, kind, format, args...)
+}
+
+func (lw *lowering) failAt(pos Pos, s *stmt, layer int, kind error, format string, args ...any) {
 	path := s.path
 	if layer >= 0 {
 		path = fmt.Sprintf("%s (layer %d)", s.path, layer)
 	}
-	lw.c.add(kind, s.pos, path, format, args...)
+	lw.c.add(kind, pos, path, format, args...)
 }
 
 // lower emits the ops of one call (its nested calls first) and returns its
 // outputs.
 func (lw *lowering) lower(s *stmt, call *callNode, block string, layer int, env map[string]ValueID, out *[]Op, names []string) []ValueID {
 	sig := ops[call.fn]
-	op := Op{Kind: sig.kind, Layer: layer, Block: block, Pos: s.pos, KVLayer: -1}
+	op := Op{Kind: sig.kind, Layer: layer, Block: block, Pos: call.p, KVLayer: -1}
 	var widths []int
 	for i, arg := range call.args {
 		if !lw.c.empty() {
@@ -335,7 +339,7 @@ func (lw *lowering) setNum(op *Op, param string, v Value) {
 // and returns the widths of its outputs.
 func (lw *lowering) shapes(s *stmt, op *Op, in []int, layer int) ([]int, bool) {
 	bad := func(format string, args ...any) ([]int, bool) {
-		lw.fail(s, layer, ErrShape, "%s: %s", op.Kind, fmt.Sprintf(format, args...))
+		lw.failAt(op.Pos, s, layer, ErrShape, "%s: %s", op.Kind, fmt.Sprintf(format, args...))
 		return nil, false
 	}
 	shape := func(name string) []int64 { return lw.tensors[name].Shape }

@@ -324,7 +324,7 @@ func fillStandard(hp *HParams) {
 // notePresent records which optional tensors the model has.
 func (r *resolver) notePresent(hp *HParams) {
 	for _, t := range r.a.tensors {
-		if !t.optional {
+		if !t.optional || !r.a.used(t.logical) {
 			continue
 		}
 		if !t.perLayer {

@@ -201,23 +201,28 @@ func (d *decoder) want(n *yaml.Node, k yaml.Kind, path, what string) bool {
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
-// fields walks a mapping, rejecting unknown and repeated keys.
-func (d *decoder) fields(n *yaml.Node, path string, known []string, fn func(key string, k, v *yaml.Node)) {
+// fields walks a mapping, rejecting unknown and repeated keys, and returns
+// how many keys it rejected.
+func (d *decoder) fields(n *yaml.Node, path string, known []string, fn func(key string, k, v *yaml.Node)) int {
 	seen := map[string]bool{}
+	bad := 0
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		key := k.Value
 		switch {
 		case !contains(known, key):
 			d.c.add(ErrUnknownField, d.pos(k), path, "unknown field %q%s", key, suggest(key, known))
+			bad++
 			continue
 		case seen[key]:
 			d.c.add(ErrInvalid, d.pos(k), path, "field %q given twice", key)
+			bad++
 			continue
 		}
 		seen[key] = true
 		fn(key, k, v)
 	}
+	return bad
 }
 
 func contains(list []string, s string) bool {
@@ -377,7 +382,7 @@ func (d *decoder) requires(n *yaml.Node) []*requireDecl {
 			continue
 		}
 		r := &requireDecl{pos: d.pos(v), path: p}
-		d.fields(v, p, []string{"check", "message"}, func(key string, _, vn *yaml.Node) {
+		bad := d.fields(v, p, []string{"check", "message"}, func(key string, _, vn *yaml.Node) {
 			switch key {
 			case "check":
 				r.check = d.expr(vn, p+".check")
@@ -386,7 +391,7 @@ func (d *decoder) requires(n *yaml.Node) []*requireDecl {
 			}
 		})
 		if r.check == nil || r.message == "" {
-			if !hasField(v, "check") || !hasField(v, "message") {
+			if bad == 0 && (!hasField(v, "check") || !hasField(v, "message")) {
 				d.c.add(ErrInvalid, d.pos(v), p, "a requirement needs check and message")
 			}
 			continue

@@ -39,12 +39,17 @@ func (a *Arch) hpEvaluator(hp *HParams) *evaluator {
 
 // Tensors lists the tensors of a model with the given hparams: the global
 // ones in declaration order, then each layer's. A per-layer tensor whose
-// condition is false for a layer is not listed for it.
+// condition is false for a layer is not listed for it, and neither is a
+// tensor the program does not use (a child spec that replaces a block of
+// its parent's program leaves the parent's tensors for it unused).
 func (a *Arch) Tensors(hp *HParams) ([]Tensor, error) {
 	ev := a.hpEvaluator(hp)
 	var out []Tensor
 	var c errs
 	add := func(d *tensorDecl, layer int) {
+		if !a.used(d.logical) {
+			return
+		}
 		if d.cond != nil {
 			v, err := ev.eval(d.cond, layer)
 			if err != nil {
@@ -104,6 +109,20 @@ func (a *Arch) Tensors(hp *HParams) ([]Tensor, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// used reports whether the program uses a tensor, directly or as the
+// fallback of one it uses.
+func (a *Arch) used(logical string) bool {
+	if _, ok := a.roles[logical]; ok {
+		return true
+	}
+	for _, d := range a.tensors {
+		if _, ok := a.roles[d.logical]; ok && d.fallback == logical {
+			return true
+		}
+	}
+	return false
 }
 
 // TensorInfo is a tensor as a model file lists it.

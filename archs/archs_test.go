@@ -1,0 +1,66 @@
+package archs_test
+
+import (
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/archs"
+	"github.com/akunu-dev/akunu/specs"
+)
+
+func TestEverySpecLoadsAndValidates(t *testing.T) {
+	r, err := specs.LoadFS(archs.FS, "archs/")
+	if err != nil {
+		t.Fatalf("the built-in specs do not load:\n%v", err)
+	}
+	files, err := fs.Glob(archs.FS, "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(f, ".yaml")
+		t.Run(name, func(t *testing.T) {
+			a, ok := r.Spec(name)
+			if !ok {
+				t.Fatalf("%s loaded no spec", f)
+			}
+			if a.Doc == "" {
+				t.Error("no doc: say which models the spec compiles")
+			}
+			if a.Abstract {
+				return
+			}
+			if len(a.Architectures) == 0 {
+				t.Error("matches no architecture")
+			}
+			for _, g := range a.Architectures {
+				got, err := r.ForArchitecture(g)
+				if err != nil || got != a {
+					t.Errorf("ForArchitecture(%q) = %v, %v", g, got, err)
+				}
+			}
+			if len(a.Digest()) != 64 {
+				t.Errorf("digest %q", a.Digest())
+			}
+		})
+	}
+}
+
+// The architectures llama.cpp runs with the graphs these specs transcribe.
+func TestTheSevenFamiliesAreCovered(t *testing.T) {
+	r, err := specs.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"gemma", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
+	got := r.Architectures()
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("architectures %v, want %v", got, want)
+	}
+	if names := r.Names(); strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Errorf("names %v, want %v (base is abstract)", names, want)
+	}
+}
