@@ -71,7 +71,8 @@ func (c *cursor) fill(n int) error {
 		return c.need(int64(n), "read")
 	}
 	if cap(c.win) < int(want) {
-		c.win = make([]byte, want, readWindow)
+		// Only the first fill allocates: what remains only shrinks.
+		c.win = make([]byte, want)
 	}
 	c.win = c.win[:want]
 	c.winOff = c.off
@@ -83,7 +84,8 @@ func (c *cursor) fill(n int) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		return errAt(ErrTruncated, c.where, c.off+int64(got), "file ends before its stated size %d", c.size)
 	}
-	return &FormatError{Where: c.where, Offset: c.off, Msg: "read failed", Kind: ErrTruncated, Cause: err}
+	// Not a fault of the file's contents, so no sentinel: just the cause.
+	return &FormatError{Where: c.where, Offset: c.off, Msg: "read failed", Cause: err}
 }
 
 // long reads n bytes that may exceed the window into a fresh slice; n has

@@ -36,12 +36,14 @@ var (
 //
 //	gguf: tensor "blk.3.ffn_up.weight" at offset 1234: data [...) lies outside the file (size N)
 //
-// It unwraps to Kind (one of the sentinels above) and, if set, Cause.
+// It unwraps to Kind and Cause, where set. Kind is one of the sentinels above
+// whenever the file's contents are at fault; only a failed read (an I/O
+// error, in Cause) has none.
 type FormatError struct {
 	Where  string // `key "general.alignment"`, `tensor "output.weight"`, "header", ...
 	Offset int64  // byte offset in the file that the problem concerns
 	Msg    string
-	Kind   error // a sentinel: ErrTruncated, ErrCorrupt, ...
+	Kind   error // a sentinel: ErrTruncated, ErrCorrupt, ...; nil for I/O errors
 	Cause  error // an underlying error (I/O, dtype), or nil
 }
 
@@ -55,10 +57,13 @@ func (e *FormatError) Error() string {
 
 // Unwrap returns the sentinel kind and the cause, for errors.Is and errors.As.
 func (e *FormatError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{e.Kind, e.Cause}
+	var errs []error
+	for _, err := range []error{e.Kind, e.Cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	return []error{e.Kind}
+	return errs
 }
 
 func errAt(kind error, where string, off int64, format string, args ...any) *FormatError {

@@ -60,8 +60,8 @@ func Open(path string) (*File, error) {
 // Read trusts nothing in the file: see the package documentation. Memory it
 // allocates is bounded by a small multiple of the header's size.
 func Read(r io.ReaderAt, size int64) (*File, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("gguf: negative file size %d: %w", size, ErrInvalid)
+	if r == nil || size < 0 {
+		return nil, fmt.Errorf("gguf: Read needs a reader and a size >= 0 (got size %d): %w", size, ErrInvalid)
 	}
 	p := &parser{c: newCursor(r, size)}
 	return p.file()

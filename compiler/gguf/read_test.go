@@ -189,11 +189,15 @@ func (r failingReader) ReadAt([]byte, int64) (int, error) { return 0, r.err }
 func TestReadReportsIOErrors(t *testing.T) {
 	boom := errors.New("disk on fire")
 	_, err := Read(failingReader{boom}, 1000)
-	checkErr(t, err, ErrTruncated, "read failed", "disk on fire")
-	if !errors.Is(err, boom) {
-		t.Error("the I/O error is not wrapped")
+	checkErr(t, err, boom, "header at offset 0: read failed: disk on fire")
+	for _, s := range []error{ErrTruncated, ErrCorrupt, ErrNotGGUF} {
+		if errors.Is(err, s) {
+			t.Errorf("an I/O error blamed on the file: %v", s)
+		}
 	}
 	_, err = Read(bytes.NewReader(small(t)), -1)
+	checkErr(t, err, ErrInvalid)
+	_, err = Read(nil, 100)
 	checkErr(t, err, ErrInvalid)
 }
 
