@@ -7,7 +7,8 @@
 // The libraries come from scripts/fetch-llama.sh (make llama), which installs
 // node-llama-cpp's per-platform npm package into <repo>/.cache/llama;
 // AKUNU_LLAMA_LIB names another library directory. llama.cpp's log is
-// dropped unless AKUNU_LLAMA_LOG=1.
+// dropped unless AKUNU_LLAMA_LOG=1, except that LoadModelInfo captures the
+// log of one load to read the hyperparameters the API does not expose.
 //
 // A Model may be shared; a Context may not be used by two goroutines at once
 // (llama.cpp's contexts are not thread-safe).

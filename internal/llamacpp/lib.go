@@ -22,6 +22,11 @@ type Lib struct {
 
 	ggml ggmlFuncs
 	ll   llamaFuncs
+
+	// logCB is the log callback load installed: the no-op that silences
+	// llama.cpp, or 0 for llama.cpp's default (AKUNU_LLAMA_LOG=1).
+	// LoadModelInfo puts it back after capturing a load's log.
+	logCB uintptr
 }
 
 var (
@@ -158,9 +163,11 @@ func load() (*Lib, error) {
 		return nil, err
 	}
 	if os.Getenv("AKUNU_LLAMA_LOG") != "1" {
-		if err := silence(handles[2], l.ll.logSet); err != nil {
+		noop, err := silence(handles[2], l.ll.logSet)
+		if err != nil {
 			return nil, err
 		}
+		l.logCB = noop
 	}
 	l.ll.backendInit()
 	// The CPU backend is a separate library per instruction-set level
@@ -175,13 +182,13 @@ func load() (*Lib, error) {
 // run on threads that C created, and ggml logs from its worker threads.
 // Calling a no-argument function with extra arguments is harmless on every
 // ABI we run on (the caller owns argument registers and the stack).
-func silence(llama uintptr, logSet func(cb, userData uintptr)) error {
+func silence(llama uintptr, logSet func(cb, userData uintptr)) (uintptr, error) {
 	noop, err := purego.Dlsym(llama, "llama_max_devices")
 	if err != nil {
-		return fmt.Errorf("llamacpp: %w", err)
+		return 0, fmt.Errorf("llamacpp: %w", err)
 	}
 	logSet(noop, 0)
-	return nil
+	return noop, nil
 }
 
 // binder registers C functions into Go function variables and remembers the
