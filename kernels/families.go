@@ -1,0 +1,470 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
+
+// family describes the kernels of one op: what they bind, their parameter
+// struct, their constants, their geometry rule, and which specs exist.
+type family struct {
+	op          Op
+	params      any // a zero value of the parameter struct
+	summary     func(Spec) string
+	bindings    func(Spec) []Binding // slots are their order; the parameter struct is appended
+	constants   func(Spec) []Constant
+	geometry    geometryRule
+	geometryDoc string
+	instances   func() []Spec
+}
+
+// weightTypes are the weight dtypes with GEMV, GEMM and embedding kernels:
+// the types llama.cpp's quantizer writes for the supported architectures
+// (Q4_K_M and Q5_K_M files mix in Q6_K and Q8_0; BF16 from recent
+// converters). Others (IQ*, Q2_K, Q3_K, TQ*, MXFP4) have no kernel: a model
+// using one fails to compile with ErrNoKernel.
+var weightTypes = []dtype.Type{
+	dtype.F32, dtype.F16, dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1,
+	dtype.Q8_0, dtype.Q4_K, dtype.Q5_K, dtype.Q6_K, dtype.BF16,
+}
+
+// largeKTypes have the large-K GEMV (_l). The tuning's LargeKTypes also name
+// IQ4_NL and IQ4_XS, which have no GEMV at all here.
+var largeKTypes = []dtype.Type{dtype.Q4_0, dtype.Q4_1, dtype.Q4_K}
+
+// acts are the activation dtypes: F16 (Apple plans), F32 (CPU plans).
+var acts = []dtype.Type{dtype.F16, dtype.F32}
+
+// specs lists op × acts × variants (no weight type).
+func specs(op Op, actList []dtype.Type, variants ...Variant) []Spec {
+	if len(variants) == 0 {
+		variants = []Variant{0}
+	}
+	var out []Spec
+	for _, a := range actList {
+		for _, v := range variants {
+			out = append(out, Spec{Op: op, Variant: v, Act: a})
+		}
+	}
+	return out
+}
+
+// typed lists op × acts × weight types × variants.
+func typed(op Op, actList, types []dtype.Type, variants ...Variant) []Spec {
+	var out []Spec
+	for _, a := range actList {
+		for _, dt := range types {
+			for _, v := range variants {
+				out = append(out, Spec{Op: op, DType: dt, Variant: v, Act: a})
+			}
+		}
+	}
+	return out
+}
+
+var f16Only = []dtype.Type{dtype.F16}
+var f32Only = []dtype.Type{dtype.F32}
+
+// Binding constructors; slots are assigned by order.
+func in(name string, role Role, doc string) Binding {
+	return Binding{Name: name, Access: Read, Role: role, Doc: doc}
+}
+func out(name string, role Role, doc string) Binding {
+	return Binding{Name: name, Access: Write, Role: role, Doc: doc}
+}
+func inout(name string, role Role, doc string) Binding {
+	return Binding{Name: name, Access: ReadWrite, Role: role, Doc: doc}
+}
+func when(b Binding, constant string) Binding { b.When = constant; return b }
+
+// constants numbers the constants in order.
+func constants(cs ...Constant) []Constant {
+	for i := range cs {
+		cs[i].Index = i
+	}
+	return cs
+}
+func cbool(name, doc string) Constant { return Constant{Name: name, Type: ConstBool, Doc: doc} }
+func cuint(name, doc string) Constant { return Constant{Name: name, Type: ConstUint, Doc: doc} }
+
+func fixed(s string) func(Spec) string { return func(Spec) string { return s } }
+
+var (
+	biasConst    = cbool("has_bias", "a bias is bound and added")
+	factorsConst = cbool("has_factors", "a RoPE frequency-factor tensor is bound (Llama 3.1, Phi-3)")
+	headDimConst = cuint("head_dim", "elements per q and k head")
+	attnConsts   = []Constant{
+		headDimConst,
+		cuint("head_dim_v", "elements per v head"),
+		cbool("has_softcap", "scores are soft-capped (Gemma 2)"),
+		cbool("has_window", "a sliding window limits the keys"),
+	}
+)
+
+const (
+	docWeight = "W [N, K] in the kernel's dtype, rows contiguous"
+	docBias   = "bias [N], F32"
+)
+
+// families is the catalog's table, in catalog order.
+var families = []*family{
+	{
+		op: OpGEMV, params: GEMVParams{},
+		summary: func(s Spec) string {
+			if s.Variant&SiLU != 0 {
+				return fmt.Sprintf("y = W·(silu(gate)·up) (+ bias), W in %v: the down projection with the SiLU gate fused", s.DType)
+			}
+			return fmt.Sprintf("y = W·x (+ bias), W in %v, one token", s.DType)
+		},
+		bindings: func(s Spec) []Binding {
+			x := []Binding{in("x", RoleActivation, "x [K]")}
+			if s.Variant&SiLU != 0 {
+				// gate and up are separate bindings so that a fused gate|up
+				// buffer is bound twice, at offsets 0 and K elements.
+				x = []Binding{in("gate", RoleActivation, "gate [K]"), in("up", RoleActivation, "up [K]")}
+			}
+			return append(append([]Binding{in("w", RoleWeight, docWeight)}, x...),
+				out("y", RoleActivation, "y [N]"),
+				when(in("bias", RoleWeight, docBias), "has_bias"))
+		},
+		constants: func(Spec) []Constant {
+			return constants(
+				cuint("nr", "rows of W per SIMD group"),
+				cuint("nsg", "SIMD groups per threadgroup"),
+				biasConst)
+		},
+		geometry: gemvGeometry, geometryDoc: "gemvGeometry",
+		instances: func() []Spec {
+			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
+			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
+			return append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
+		},
+	},
+	{
+		op: OpGEMM, params: GEMMParams{},
+		summary: func(s Spec) string {
+			if s.Variant&Small != 0 {
+				return fmt.Sprintf("Y = X·Wᵀ (+ bias), W in %v, 2 to 8 rows", s.DType)
+			}
+			return fmt.Sprintf("Y = X·Wᵀ (+ bias), W in %v, a prefill batch", s.DType)
+		},
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("w", RoleWeight, docWeight),
+				in("x", RoleActivation, "X [M, lda]"),
+				out("y", RoleActivation, "Y [M, ldc]"),
+				when(in("bias", RoleWeight, docBias), "has_bias"),
+			}
+		},
+		constants: func(Spec) []Constant { return constants(biasConst) },
+		geometry:  gemmGeometry, geometryDoc: "gemmGeometry",
+		instances: func() []Spec { return typed(OpGEMM, acts, weightTypes, 0, Small) },
+	},
+	{
+		op: OpEmbedding, params: EmbeddingParams{},
+		summary: func(s Spec) string {
+			return fmt.Sprintf("out[i] = table[ids[token_slot+i]] · scale, table in %v", s.DType)
+		},
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("table", RoleWeight, "table [vocab, dim] in the kernel's dtype"),
+				in("ids", RoleIO, "token ids, uint32"),
+				out("out", RoleActivation, "out [n_tokens, out_stride]"),
+			}
+		},
+		geometry: embeddingGeometry, geometryDoc: "embeddingGeometry",
+		instances: func() []Spec { return typed(OpEmbedding, acts, weightTypes, 0) },
+	},
+	{
+		op: OpConvert, params: ElementwiseParams{},
+		summary: fixed("out = x converted: logits for the host"),
+		bindings: func(s Spec) []Binding {
+			return []Binding{
+				in("x", RoleActivation, "x [n_rows, a_stride]"),
+				out("out", RoleIO, "out [n_rows, out_stride] in the target dtype"),
+			}
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return []Spec{{Op: OpConvert, DType: dtype.F32, Act: dtype.F16}} },
+	},
+	{
+		op: OpRMSNorm, params: NormParams{},
+		summary: func(s Spec) string {
+			if s.Variant&Residual != 0 {
+				return "residual += x; out = residual / rms(residual) · weight"
+			}
+			return "out = x / rms(x) · weight, per row"
+		},
+		bindings: func(s Spec) []Binding {
+			return normBindings(s, false)
+		},
+		geometry: normGeometry, geometryDoc: "normGeometry",
+		instances: func() []Spec { return specs(OpRMSNorm, acts, 0, Residual) },
+	},
+	{
+		op: OpLayerNorm, params: NormParams{},
+		summary: func(s Spec) string {
+			if s.Variant&Residual != 0 {
+				return "residual += x; out = (residual - mean) / std · weight (+ bias)"
+			}
+			return "out = (x - mean) / std · weight (+ bias), per row"
+		},
+		bindings:  func(s Spec) []Binding { return normBindings(s, true) },
+		constants: func(Spec) []Constant { return constants(biasConst) },
+		geometry:  normGeometry, geometryDoc: "normGeometry",
+		instances: func() []Spec { return specs(OpLayerNorm, acts, 0, Residual) },
+	},
+	{
+		op: OpHeadRMSNorm, params: NormParams{},
+		summary: fixed("x = x / rms(x) · weight for each head of each row, in place"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				inout("x", RoleActivation, "x [n_rows, stride], n_heads heads of dim each"),
+				in("weight", RoleWeight, "weight [dim], F32, shared by the heads"),
+			}
+		},
+		geometry: headNormGeometry, geometryDoc: "headNormGeometry",
+		instances: func() []Spec { return specs(OpHeadRMSNorm, acts) },
+	},
+	{
+		op: OpRoPE, params: RoPEParams{},
+		summary: func(s Spec) string { return "rotate each head of x by its position, in place" + neoxNote(s) },
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				inout("x", RoleActivation, "x [n_tokens, stride], n_heads heads of head_dim"),
+				when(in("factors", RoleWeight, "frequency factors [rope_dim/2], F32"), "has_factors"),
+			}
+		},
+		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
+		geometry:  ropeGeometry, geometryDoc: "ropeGeometry",
+		instances: func() []Spec { return specs(OpRoPE, acts, 0, NeoX) },
+	},
+	{
+		op: OpRoPEQKVWrite, params: RoPEQKVWriteParams{},
+		summary: func(s Spec) string {
+			return "rotate q and k; q to q_out, k and v into the KV cache at their positions" + neoxNote(s)
+		},
+		bindings:  func(s Spec) []Binding { return ropeKVBindings(false) },
+		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
+		geometry:  ropeKVGeometry, geometryDoc: "ropeKVGeometry",
+		instances: func() []Spec { return specs(OpRoPEQKVWrite, acts, 0, NeoX) },
+	},
+	{
+		op: OpHeadNormRoPEKVWrite, params: RoPEQKVWriteParams{},
+		summary: func(s Spec) string {
+			return "RMSNorm each head of q and k (Qwen 3, Gemma 3), then rope_qkv_write" + neoxNote(s)
+		},
+		bindings:  func(s Spec) []Binding { return ropeKVBindings(true) },
+		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
+		geometry:  ropeKVGeometry, geometryDoc: "ropeKVGeometry",
+		// Only the NeoX form: the architectures with QK-norm (Qwen 3,
+		// Gemma 3) all rotate NeoX-style.
+		instances: func() []Spec { return specs(OpHeadNormRoPEKVWrite, acts, NeoX) },
+	},
+	{
+		op: OpAttentionDecode, params: AttentionParams{},
+		summary: func(s Spec) string {
+			switch {
+			case s.Variant&Fast != 0:
+				return "attention of one query per head over the KV cache, tiled over the keys"
+			case s.Variant&Parallel != 0:
+				return "attention of one query per head, the keys split over threadgroups: partial results"
+			}
+			return "attention of one query per head over the KV cache"
+		},
+		bindings: func(s Spec) []Binding {
+			b := []Binding{
+				in("q", RoleActivation, "q [n_heads, head_dim]"),
+				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
+				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+			}
+			if s.Variant&Parallel != 0 {
+				return append(b, out("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float: outputs, max, sum"))
+			}
+			return append(b, out("out", RoleActivation, "out [n_heads, head_dim_v]"))
+		},
+		constants: func(s Spec) []Constant {
+			cs := append([]Constant(nil), attnConsts...)
+			if s.Variant&Parallel != 0 {
+				cs = append(cs, cuint("n_splits", "threadgroups that share the key range of a head"))
+			}
+			return constants(cs...)
+		},
+		geometry: attnDecodeGeometry, geometryDoc: "attnDecodeGeometry",
+		instances: func() []Spec {
+			return append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel), specs(OpAttentionDecode, f32Only)...)
+		},
+	},
+	{
+		op: OpAttentionDecodeReduce, params: AttentionParams{},
+		summary: fixed("merge the partial results of flash_attention_decode_parallel"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float"),
+				out("out", RoleActivation, "out [n_heads, head_dim_v]"),
+			}
+		},
+		constants: func(Spec) []Constant {
+			return constants(cuint("head_dim_v", "elements per v head"), cuint("n_splits", "splits to merge"))
+		},
+		geometry: attnReduceGeometry, geometryDoc: "attnReduceGeometry",
+		instances: func() []Spec { return specs(OpAttentionDecodeReduce, f16Only) },
+	},
+	{
+		op: OpAttentionPrefill, params: AttentionParams{},
+		summary: func(s Spec) string {
+			if s.Variant&V2 != 0 {
+				return "causal attention of a batch of queries, tiled over queries and keys"
+			}
+			return "causal attention of a batch of queries, one query row per SIMD group"
+		},
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("q", RoleActivation, "q [n_tokens, q_stride], n_heads heads of head_dim"),
+				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
+				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+				out("out", RoleActivation, "out [n_tokens, o_stride], n_heads heads of head_dim_v"),
+			}
+		},
+		constants: func(s Spec) []Constant {
+			cs := append([]Constant(nil), attnConsts...)
+			if s.Variant&V2 != 0 {
+				cs = append(cs, cuint("kv_tile", "keys per tile"))
+			}
+			return constants(cs...)
+		},
+		geometry: attnPrefillGeometry, geometryDoc: "attnPrefillGeometry",
+		instances: func() []Spec {
+			return append(specs(OpAttentionPrefill, f16Only, 0, V2), specs(OpAttentionPrefill, f32Only)...)
+		},
+	},
+	{
+		op: OpBiasAdd, params: ElementwiseParams{},
+		summary: fixed("x += bias, for every row"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				inout("x", RoleActivation, "x [n_rows, a_stride]"),
+				in("bias", RoleWeight, "bias [n_cols], F32"),
+			}
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return specs(OpBiasAdd, acts) },
+	},
+	binaryOp(OpAdd, "out = a + b (out may be a: the residual add)"),
+	binaryOp(OpMul, "out = a · b"),
+	unary(OpScale, "out = x · alpha"),
+	unary(OpSoftcap, "out = alpha · tanh(x / alpha): soft-capping (Gemma 2 logits)"),
+	unary(OpSiLU, "out = x · sigmoid(x)"),
+	unary(OpGELU, "out = gelu(x), tanh approximation"),
+	gate(OpSiLUGate, "out = silu(gate) · up"),
+	gate(OpGELUGate, "out = gelu(gate) · up"),
+	{
+		op: OpCopy, params: ElementwiseParams{},
+		summary: fixed("out = x; with last_row, row n_rows-1 of x to row 0 of out"),
+		bindings: func(Spec) []Binding {
+			return []Binding{in("x", RoleActivation, "x [n_rows, a_stride]"), out("out", RoleActivation, "out [n_rows, out_stride]")}
+		},
+		constants: func(Spec) []Constant {
+			return constants(cbool("last_row", "copy only the last row (the batch's last token) to row 0"))
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return specs(OpCopy, acts) },
+	},
+	{
+		op: OpArgmax, params: ArgmaxParams{},
+		summary: fixed("ids[out_slot] = argmax(logits): greedy decoding, feeding the next embedding"),
+		bindings: func(Spec) []Binding {
+			return []Binding{in("logits", RoleActivation, "logits [n]"), out("ids", RoleIO, "token ids, uint32")}
+		},
+		geometry: vocabGeometry, geometryDoc: "vocabGeometry",
+		instances: func() []Spec { return specs(OpArgmax, acts) },
+	},
+	{
+		op: OpGumbelTopK, params: SamplingParams{},
+		summary: fixed("logits = top-k/top-p/min-p masked logits / temperature + Gumbel noise, in place (argmax then samples)"),
+		bindings: func(Spec) []Binding {
+			return []Binding{inout("logits", RoleActivation, "logits [vocab]")}
+		},
+		geometry: vocabGeometry, geometryDoc: "vocabGeometry",
+		instances: func() []Spec { return specs(OpGumbelTopK, acts) },
+	},
+}
+
+func neoxNote(s Spec) string {
+	if s.Variant&NeoX != 0 {
+		return " (NeoX pairs: i and i + rope_dim/2)"
+	}
+	return " (pairs 2i, 2i+1)"
+}
+
+func normBindings(s Spec, layer bool) []Binding {
+	b := []Binding{in("x", RoleActivation, "x [n_rows, stride]")}
+	if s.Variant&Residual != 0 {
+		b = append(b, inout("residual", RoleActivation, "residual [n_rows, stride], updated to residual + x"))
+	}
+	b = append(b, in("weight", RoleWeight, "weight [dim], F32"))
+	if layer {
+		b = append(b, when(in("bias", RoleWeight, "bias [dim], F32"), "has_bias"))
+	}
+	return append(b, out("out", RoleActivation, "out [n_rows, stride]"))
+}
+
+func ropeKVBindings(headNorm bool) []Binding {
+	b := []Binding{
+		in("q", RoleActivation, "q [n_tokens, q_stride], n_heads heads of head_dim"),
+		in("k", RoleActivation, "k [n_tokens, kv_stride], n_kv_heads heads of head_dim"),
+		in("v", RoleActivation, "v [n_tokens, kv_stride], n_kv_heads heads of head_dim_v"),
+	}
+	if headNorm {
+		b = append(b,
+			in("q_norm", RoleWeight, "q head norm weight [head_dim], F32"),
+			in("k_norm", RoleWeight, "k head norm weight [head_dim], F32"))
+	}
+	return append(b,
+		out("q_out", RoleActivation, "rotated q [n_tokens, q_stride]; may be q"),
+		out("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
+		out("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+		when(in("factors", RoleWeight, "frequency factors [rope_dim/2], F32"), "has_factors"))
+}
+
+func binaryOp(op Op, summary string) *family {
+	return &family{
+		op: op, params: ElementwiseParams{}, summary: fixed(summary),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("a", RoleActivation, "a [n_rows, a_stride]"),
+				in("b", RoleActivation, "b [n_rows, b_stride]"),
+				out("out", RoleActivation, "out [n_rows, out_stride]"),
+			}
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return specs(op, acts) },
+	}
+}
+
+func unary(op Op, summary string) *family {
+	return &family{
+		op: op, params: ElementwiseParams{}, summary: fixed(summary),
+		bindings: func(Spec) []Binding {
+			return []Binding{in("x", RoleActivation, "x [n_rows, a_stride]"), out("out", RoleActivation, "out [n_rows, out_stride]")}
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return specs(op, acts) },
+	}
+}
+
+func gate(op Op, summary string) *family {
+	return &family{
+		op: op, params: ElementwiseParams{}, summary: fixed(summary),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("gate", RoleActivation, "gate [n_rows, a_stride]"),
+				in("up", RoleActivation, "up [n_rows, b_stride]"),
+				out("out", RoleActivation, "out [n_rows, out_stride]"),
+			}
+		},
+		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		instances: func() []Spec { return specs(op, acts) },
+	}
+}

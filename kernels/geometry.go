@@ -1,0 +1,457 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+// Shape is what a geometry rule needs to know of one command. Each rule
+// reads the fields its op uses and refuses a shape that lacks one; the rest
+// are ignored.
+type Shape struct {
+	Tokens   int // rows of activations: 1 in decode, the bucket size in prefill
+	N        int // GEMV, GEMM: output features (rows of the weight)
+	K        int // GEMV, GEMM: input features (elements of a weight row)
+	Dim      int // norms, embedding, elementwise: elements per row (per head for head_rmsnorm)
+	Vocab    int // argmax, sampling: logits
+	Heads    int // query heads
+	KVHeads  int // key/value heads
+	HeadDim  int // elements per q and k head
+	HeadDimV int // elements per v head
+	MaxCtx   int // positions the KV cache holds
+
+	// Options that select function constants (and so bindings).
+	Bias    bool // GEMV, GEMM, layernorm: a bias is bound and added
+	Factors bool // RoPE: a frequency-factor tensor is bound
+	Softcap bool // attention: scores are soft-capped
+	Window  bool // attention: a sliding window limits the keys
+	LastRow bool // copy: the last row of the input (the batch's last token) is copied to row 0
+}
+
+// Launch is how one command runs: the grid in threadgroups (commands use
+// dispatchThreadgroups; none relies on non-uniform threadgroups), the
+// threads of one threadgroup, its threadgroup memory, and the values of the
+// kernel's function constants, which name the pipeline with the kernel.
+type Launch struct {
+	Grid        [3]int       `json:"grid"`        // threadgroups in x, y, z
+	Threadgroup [3]int       `json:"threadgroup"` // threads per threadgroup in x, y, z
+	TGMem       int          `json:"tg_mem"`      // threadgroup memory, bytes, a multiple of 16
+	Constants   []ConstValue `json:"constants"`   // one per constant of the kernel, in index order
+}
+
+// Threads is the number of threads of one threadgroup.
+func (l Launch) Threads() int { return l.Threadgroup[0] * l.Threadgroup[1] * l.Threadgroup[2] }
+
+// ConstValue is the value of one function constant in a pipeline.
+type ConstValue struct {
+	Index int       `json:"index"`
+	Name  string    `json:"name"`
+	Type  ConstType `json:"type"`
+	Value uint32    `json:"value"` // bool: 0 or 1
+}
+
+// Limits every target shares: Apple GPUs from apple7 on and NVIDIA both run
+// 1024 threads per threadgroup and 32 threads per SIMD group (warp); 32 KiB
+// is Apple's threadgroup memory (CUDA's default shared memory is more).
+const (
+	SIMDWidth   = 32
+	MaxThreads  = 1024
+	MaxTGMemory = 32 << 10
+)
+
+// geometryRule computes a kernel's launch from a shape and the tuning.
+type geometryRule func(k *Kernel, s Shape, t chips.Tuning) (Launch, error)
+
+// need checks that the shape fields a rule reads are positive.
+func need(k *Kernel, fields ...any) error {
+	for i := 0; i < len(fields); i += 2 {
+		if v := fields[i+1].(int); v <= 0 {
+			return fmt.Errorf("kernels: %s: shape.%s must be positive, is %d", k.Name, fields[i], v)
+		}
+	}
+	return nil
+}
+
+// needBlocks checks that n elements of the kernel's dtype are whole blocks.
+func needBlocks(k *Kernel, what string, n int) error {
+	if bs := k.DType.BlockSize(); bs > 1 && n%bs != 0 {
+		return fmt.Errorf("kernels: %s: shape.%s = %d is not a multiple of the %v block size %d", k.Name, what, n, k.DType, bs)
+	}
+	return nil
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }
+
+// actBytes is the size of one activation element.
+func actBytes(k *Kernel) int { return k.Act.BlockBytes() }
+
+// launch1D builds a launch of grid × threads, with constants in index order.
+func launch(grid [3]int, threads int, tgMem int, consts ...ConstValue) Launch {
+	return Launch{Grid: grid, Threadgroup: [3]int{threads, 1, 1}, TGMem: roundUp(tgMem, 16), Constants: consts}
+}
+
+// values builds the constant values of k from name → value, in index order;
+// a constant without a value is a bug in the rule.
+func values(k *Kernel, vals map[string]uint32) []ConstValue {
+	out := make([]ConstValue, len(k.Constants))
+	for i, c := range k.Constants {
+		v, ok := vals[c.Name]
+		if !ok {
+			panic("kernels: " + k.Name + ": geometry sets no value for constant " + c.Name)
+		}
+		out[i] = ConstValue{Index: c.Index, Name: c.Name, Type: c.Type, Value: v}
+	}
+	return out
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// gemvShape is the work split of a GEMV: NR rows of W per SIMD group, NSG
+// SIMD groups per threadgroup.
+type gemvShape struct{ NR, NSG int }
+
+// gemvShapes: the rows each SIMD group owns, by weight type. A SIMD group
+// reads x once per block and applies it to all NR of its rows, so more rows
+// per group means fewer reads of x and more registers per lane; the types
+// whose blocks decode into many values per lane (the K-quants: a lane holds
+// 16 or more dequantized weights per block) keep fewer rows to stay within
+// registers. Two SIMD groups per threadgroup (64 threads) keeps threadgroups
+// small enough that even a 2048-row projection fills a 40-core GPU.
+// Ours, following the split llama.cpp's Metal GEMVs use; unmeasured on
+// akunu's kernels.
+var gemvShapes = map[dtype.Type]gemvShape{
+	dtype.F32: {4, 2}, dtype.F16: {4, 2}, dtype.BF16: {4, 2},
+	dtype.Q4_0: {4, 2}, dtype.Q4_1: {4, 2}, dtype.Q5_0: {4, 2}, dtype.Q5_1: {4, 2}, dtype.Q8_0: {4, 2},
+	dtype.Q4_K: {2, 2}, dtype.Q5_K: {2, 2}, dtype.Q6_K: {1, 2},
+}
+
+const (
+	// gemvLargeKSG: the SIMD groups that share the rows of one large-K
+	// threadgroup, each taking every 4th block of the row.
+	gemvLargeKSG = 4
+	// gemvWideSG: the SIMD groups of a wide threadgroup.
+	gemvWideSG = 8
+)
+
+// gemvGeometry is the GEMV rule, for its three shapes.
+//
+// Standard: SIMD group g of threadgroup t owns rows [(t·NSG + g)·NR, +NR):
+// its 32 lanes stride over the blocks of those rows, each lane accumulating
+// a partial dot product for every row, and a simd_sum per row ends it. No
+// threadgroup memory: rows never share a reduction.
+// grid = ceil(N / (NR·NSG)).
+//
+// Large-K (_l): for long rows (K ≥ the tuning's Q4LargeKThreshold) one SIMD
+// group per row leaves too few groups in flight to hide memory latency when
+// N is small, so the 4 SIMD groups of a threadgroup share its NR rows, group
+// g taking blocks g, g+4, g+8, ...; their partial sums meet in threadgroup
+// memory (4 × NR floats) and SIMD group 0 writes the rows.
+// grid = ceil(N / NR), 128 threads.
+//
+// Wide (gemv_wide_): for N > the tuning's WideGEMVThreshold (LM heads of
+// 100k+ rows) the standard split launches hundreds of thousands of tiny
+// threadgroups; the wide kernel puts 8 SIMD groups (256 threads) in one,
+// each owning NR rows as in the standard shape. grid = ceil(N / (NR·8)).
+//
+// The constants nr and nsg carry the split to the kernel; has_bias binds the
+// bias and adds it.
+func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "N", s.N, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	if err := needBlocks(k, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	sh := gemvShapes[k.DType]
+	nsg, rowsPerTG, tgMem := sh.NSG, sh.NR*sh.NSG, 0
+	switch {
+	case k.Variant&LargeK != 0:
+		nsg, rowsPerTG, tgMem = gemvLargeKSG, sh.NR, gemvLargeKSG*sh.NR*4
+	case k.Variant&Wide != 0:
+		nsg, rowsPerTG = gemvWideSG, sh.NR*gemvWideSG
+	}
+	return launch([3]int{ceilDiv(s.N, rowsPerTG), 1, 1}, nsg*SIMDWidth, tgMem,
+		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(nsg), "has_bias": b2u(s.Bias)})...), nil
+}
+
+// GEMM tiles: a threadgroup computes a 32 (tokens) × 64 (output features)
+// tile of Y, stepping through K 32 elements at a time.
+const (
+	gemmTM, gemmTN, gemmTK = 32, 64, 32
+	gemmSG                 = 4
+	// gemmSmallCols: output features per SIMD group of the small GEMM.
+	gemmSmallCols = 8
+)
+
+// gemmGeometry is the prefill GEMM rule.
+//
+// simd_gemm: threadgroup (x, y) owns the tile Y[32y : 32y+32, 64x : 64x+64].
+// Each K step stages a 32×32 tile of X and a 64×32 tile of W (dequantized to
+// the activation type) in threadgroup memory; each of the 4 SIMD groups
+// (128 threads) owns a 32×16 column strip of the tile and multiplies with
+// 8×8 simdgroup matrices, so every staged element is read by the four groups
+// from threadgroup memory rather than four times from device memory.
+// grid = (ceil(N/64), ceil(M/32)); threadgroup memory = (32·32 + 64·32) ×
+// the activation size.
+//
+// simd_gemm_small (2–8 rows): a 32-row tile would be mostly empty, so the
+// small kernel is a GEMV over up to 8 vectors: SIMD group g owns 8 output
+// features and reads each weight block once for every row of X. 4 SIMD
+// groups per threadgroup: grid = ceil(N / 32), no threadgroup memory.
+func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "N", s.N, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	if err := needBlocks(k, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	consts := values(k, map[string]uint32{"has_bias": b2u(s.Bias)})
+	if k.Variant&Small != 0 {
+		if s.Tokens > 8 {
+			return Launch{}, fmt.Errorf("kernels: %s: %d rows; the small GEMM takes 2 to 8", k.Name, s.Tokens)
+		}
+		return launch([3]int{ceilDiv(s.N, gemmSG*gemmSmallCols), 1, 1}, gemmSG*SIMDWidth, 0, consts...), nil
+	}
+	return launch([3]int{ceilDiv(s.N, gemmTN), ceilDiv(s.Tokens, gemmTM), 1}, gemmSG*SIMDWidth,
+		(gemmTM*gemmTK+gemmTN*gemmTK)*actBytes(k), consts...), nil
+}
+
+// embeddingGeometry: one threadgroup per token, 256 threads; thread i
+// dequantizes blocks i, i+256, ... of the token's row (32-element chunks
+// for the unquantized types), so a row is read once, in order, by one
+// threadgroup. grid = Tokens.
+func embeddingGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Dim", s.Dim); err != nil {
+		return Launch{}, err
+	}
+	if err := needBlocks(k, "Dim", s.Dim); err != nil {
+		return Launch{}, err
+	}
+	return launch([3]int{s.Tokens, 1, 1}, 256, 0), nil
+}
+
+// normGeometry (rmsnorm, layernorm and their residual forms): one
+// threadgroup per row, of the tuning's NormTG threads, or fewer for a short
+// row (the row length rounded up to a SIMD group): thread i sums elements
+// i, i+T, ...; simd_sum, then the SIMD groups' partials meet in threadgroup
+// memory (one float per group; two for layernorm, which also sums for the
+// mean). A fixed thread count and order makes the reduction deterministic,
+// and the CPU backend reduces in the same order. grid = Tokens.
+func normGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Dim", s.Dim, "tuning.NormTG", t.NormTG); err != nil {
+		return Launch{}, err
+	}
+	threads := min(t.NormTG, roundUp(s.Dim, SIMDWidth), MaxThreads)
+	perGroup := 4
+	if k.Op == OpLayerNorm {
+		perGroup = 8
+	}
+	return launch([3]int{s.Tokens, 1, 1}, threads, threads/SIMDWidth*perGroup,
+		values(k, map[string]uint32{"has_bias": b2u(s.Bias)})...), nil
+}
+
+// headNormGeometry (head_rmsnorm): a head is short (64 to 256 elements), so
+// one SIMD group normalizes one head, lane i taking elements i, i+32, ...,
+// and a simd_sum needs no threadgroup memory. 8 SIMD groups (256 threads)
+// per threadgroup, one head each: grid = ceil(Tokens·Heads / 8).
+func headNormGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Heads", s.Heads, "Dim", s.Dim); err != nil {
+		return Launch{}, err
+	}
+	return launch([3]int{ceilDiv(s.Tokens*s.Heads, 8), 1, 1}, 8*SIMDWidth, 0), nil
+}
+
+// ropeGeometry (stand-alone rope): threadgroup (h, t) rotates head h of
+// token t; thread i owns pair i (its two elements and its angle), threads
+// beyond rope_dim/2 leave the tail as it is. threads = head_dim/2 rounded
+// up to a SIMD group. grid = (Heads, Tokens).
+func ropeGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Heads", s.Heads, "HeadDim", s.HeadDim); err != nil {
+		return Launch{}, err
+	}
+	if s.HeadDim%2 != 0 {
+		return Launch{}, fmt.Errorf("kernels: %s: odd head_dim %d", k.Name, s.HeadDim)
+	}
+	return launch([3]int{s.Heads, s.Tokens, 1}, roundUp(s.HeadDim/2, SIMDWidth), 0,
+		values(k, map[string]uint32{"head_dim": uint32(s.HeadDim), "has_factors": b2u(s.Factors)})...), nil
+}
+
+// ropeKVGeometry (rope_qkv_write, head_norm_rope_kv_write): threadgroup
+// (h, t) handles head h of token t, where h < Heads are the query heads
+// (rotated into q_out) and the KVHeads after them the key heads, which also
+// own the value head of the same index: thread i rotates pair i of the head
+// and writes it where it goes (q_out, or the K cache at the token's
+// position), and a key head's threads copy v elements i, i+T, ... into the
+// V cache. Fusing the three writes saves two dispatches and a re-read of k
+// per layer. threads = max(head_dim/2, 32) rounded up to a SIMD group.
+//
+// The head-norm form first reduces the head's sum of squares: a simd_sum per
+// SIMD group, then one float per group in threadgroup memory.
+// grid = (Heads + KVHeads, Tokens).
+func ropeKVGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Heads", s.Heads, "KVHeads", s.KVHeads, "HeadDim", s.HeadDim, "HeadDimV", s.HeadDimV); err != nil {
+		return Launch{}, err
+	}
+	if s.HeadDim%2 != 0 {
+		return Launch{}, fmt.Errorf("kernels: %s: odd head_dim %d", k.Name, s.HeadDim)
+	}
+	threads := roundUp(s.HeadDim/2, SIMDWidth)
+	tgMem := 0
+	if k.Op == OpHeadNormRoPEKVWrite {
+		tgMem = threads / SIMDWidth * 4
+	}
+	return launch([3]int{s.Heads + s.KVHeads, s.Tokens, 1}, threads, tgMem,
+		values(k, map[string]uint32{"head_dim": uint32(s.HeadDim), "has_factors": b2u(s.Factors)})...), nil
+}
+
+// Decode attention shapes.
+const (
+	attnDecodeSG     = 4 // standard and parallel: SIMD groups per threadgroup
+	attnDecodeFastSG = 8 // fast: SIMD groups per threadgroup
+	attnSplitKV      = 512
+	attnMaxSplits    = 32
+)
+
+// attnSplits is the number of KV splits of the parallel decode kernel. The
+// grid is fixed when the plan is compiled while kv_len grows per token, so
+// the split count follows the cache size: one split per 512 positions,
+// between 2 and 32, each split covering ceil(kv_len / splits) positions at
+// run time. Ours, unmeasured.
+func attnSplits(maxCtx int) int { return min(max(ceilDiv(maxCtx, attnSplitKV), 2), attnMaxSplits) }
+
+// attnDecodeGeometry is the decode attention rule (one query per head).
+//
+// Standard: threadgroup h computes query head h; its 4 SIMD groups take the
+// keys g, g+4, g+8, ... of the range, each keeping its own running max,
+// sum and output accumulator (online softmax; lane i holds output elements
+// i, i+32, ...), and the 4 partial states merge through threadgroup memory
+// (4 × (head_dim_v + 2) floats). grid = Heads, 128 threads.
+//
+// Fast: the same ownership with 8 SIMD groups, each taking a tile of 32 keys
+// at a time, one key per lane for q·k (q staged in threadgroup memory), so
+// a tile costs one pass over its keys; pays once the range is a few tiles
+// long. threadgroup memory = head_dim + 8 × (head_dim_v + 2) floats.
+// grid = Heads, 256 threads.
+//
+// Parallel: with a long cache, one threadgroup per head leaves cores idle,
+// so threadgroup (h, s) takes split s of the key range of head h and writes
+// its partial state (max, sum, head_dim_v outputs) to the scratch buffer;
+// flash_attention_decode_reduce_* merges the splits.
+// grid = (Heads, splits), 128 threads; the split count is the n_splits
+// constant (attnSplits).
+func attnDecodeGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Heads", s.Heads, "KVHeads", s.KVHeads, "HeadDim", s.HeadDim, "HeadDimV", s.HeadDimV, "MaxCtx", s.MaxCtx); err != nil {
+		return Launch{}, err
+	}
+	vals := map[string]uint32{
+		"head_dim": uint32(s.HeadDim), "head_dim_v": uint32(s.HeadDimV),
+		"has_softcap": b2u(s.Softcap), "has_window": b2u(s.Window),
+	}
+	grid := [3]int{s.Heads, 1, 1}
+	sg, tgMem := attnDecodeSG, attnDecodeSG*(s.HeadDimV+2)*4
+	switch {
+	case k.Variant&Fast != 0:
+		sg, tgMem = attnDecodeFastSG, (s.HeadDim+attnDecodeFastSG*(s.HeadDimV+2))*4
+	case k.Variant&Parallel != 0:
+		grid[1] = attnSplits(s.MaxCtx)
+		vals["n_splits"] = uint32(grid[1])
+	}
+	return launch(grid, sg*SIMDWidth, tgMem, values(k, vals)...), nil
+}
+
+// attnReduceGeometry merges the parallel decode kernel's splits: threadgroup
+// h owns head h, thread i output element i: it rescales split s's partial
+// output by exp(max_s - max) and divides by the total sum. threads =
+// head_dim_v rounded up to a SIMD group. grid = Heads.
+func attnReduceGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Heads", s.Heads, "HeadDimV", s.HeadDimV, "MaxCtx", s.MaxCtx); err != nil {
+		return Launch{}, err
+	}
+	if s.HeadDimV > MaxThreads {
+		return Launch{}, fmt.Errorf("kernels: %s: head_dim_v %d > %d threads", k.Name, s.HeadDimV, MaxThreads)
+	}
+	return launch([3]int{s.Heads, 1, 1}, roundUp(s.HeadDimV, SIMDWidth), 0,
+		values(k, map[string]uint32{"head_dim_v": uint32(s.HeadDimV), "n_splits": uint32(attnSplits(s.MaxCtx))})...), nil
+}
+
+// Prefill attention shapes.
+const (
+	attnPrefillRows = 32 // v2: query rows per threadgroup
+	attnPrefillSG   = 4  // SIMD groups per threadgroup
+)
+
+// attnPrefillGeometry is the prefill attention rule (a batch of queries at
+// positions position .. position+n_tokens-1, causal).
+//
+// v1: one query row per SIMD group, 4 per threadgroup: threadgroup (r, h)
+// owns rows 4r .. 4r+3 of query head h, each SIMD group streaming the keys
+// up to its row's position with an online softmax, lanes splitting the head
+// dimensions. No threadgroup memory. grid = (ceil(Tokens/4), Heads).
+//
+// v2: flash attention tiled over queries and keys: threadgroup (r, h) owns
+// 32 query rows of head h (8 per SIMD group) and walks the keys a tile at a
+// time, staging the K and V tiles (F16) and the 32 × tile score block
+// (float) in threadgroup memory, so each key is read once per 32 queries
+// instead of once per query. The key tile is 32 keys, 16 when head_dim
+// exceeds 128 so that the tiles fit in 32 KiB (the kv_tile constant).
+// grid = (ceil(Tokens/32), Heads).
+func attnPrefillGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Heads", s.Heads, "KVHeads", s.KVHeads, "HeadDim", s.HeadDim, "HeadDimV", s.HeadDimV); err != nil {
+		return Launch{}, err
+	}
+	vals := map[string]uint32{
+		"head_dim": uint32(s.HeadDim), "head_dim_v": uint32(s.HeadDimV),
+		"has_softcap": b2u(s.Softcap), "has_window": b2u(s.Window),
+	}
+	if k.Variant&V2 == 0 {
+		return launch([3]int{ceilDiv(s.Tokens, attnPrefillSG), s.Heads, 1}, attnPrefillSG*SIMDWidth, 0, values(k, vals)...), nil
+	}
+	tile := 32
+	if s.HeadDim > 128 || s.HeadDimV > 128 {
+		tile = 16
+	}
+	vals["kv_tile"] = uint32(tile)
+	tgMem := tile*(s.HeadDim+s.HeadDimV)*2 + attnPrefillRows*tile*4
+	return launch([3]int{ceilDiv(s.Tokens, attnPrefillRows), s.Heads, 1}, attnPrefillSG*SIMDWidth, tgMem, values(k, vals)...), nil
+}
+
+// elementwiseGeometry: thread i of threadgroup (x, t) owns element
+// 256x + i of row t: no element is shared, so no synchronization.
+// grid = (ceil(Dim/256), Tokens); with LastRow (copy of a batch's last
+// token) the one row. 256 threads.
+func elementwiseGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Dim", s.Dim); err != nil {
+		return Launch{}, err
+	}
+	rows := s.Tokens
+	vals := map[string]uint32{}
+	if k.Op == OpCopy {
+		vals["last_row"] = b2u(s.LastRow)
+		if s.LastRow {
+			rows = 1
+		}
+	}
+	return launch([3]int{ceilDiv(s.Dim, 256), rows, 1}, 256, 0, values(k, vals)...), nil
+}
+
+// vocabGeometry (argmax, gumbel_topk): one threadgroup of 1024 threads over
+// the vocabulary: thread i scans logits i, i+1024, ..., a simd reduction
+// per SIMD group, then the 32 groups' results meet in threadgroup memory
+// (argmax: value and index, 8 bytes per group; gumbel_topk: per-group
+// counts for each bisection step of the top-k/top-p threshold, 8 bytes per
+// group). One threadgroup, because the result is one token and a second
+// dispatch to merge partial results costs more than the scan.
+func vocabGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Vocab", s.Vocab); err != nil {
+		return Launch{}, err
+	}
+	return launch([3]int{1, 1, 1}, MaxThreads, MaxThreads/SIMDWidth*8), nil
+}

@@ -1,0 +1,174 @@
+package kernels
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// shapes of real models, decode and prefill: Llama 3 8B (GQA, head 128,
+// vocab 128k), Gemma 2 9B (head 256, soft-capping, window), Qwen 3 0.6B
+// (head 128, vocab 152k) and stories260K (dim 64).
+var modelShapes = map[string]Shape{
+	"llama3-8b": {N: 4096, K: 4096, Dim: 4096, Vocab: 128256, Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192},
+	"gemma2-9b": {N: 3584, K: 14336, Dim: 3584, Vocab: 256000, Heads: 16, KVHeads: 8, HeadDim: 256, HeadDimV: 256, MaxCtx: 8192,
+		Softcap: true, Window: true, Bias: true, Factors: true},
+	"qwen3-0.6b":  {N: 151936, K: 1024, Dim: 1024, Vocab: 151936, Heads: 16, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 40960},
+	"stories260K": {N: 64, K: 64, Dim: 64, Vocab: 512, Heads: 8, KVHeads: 4, HeadDim: 8, HeadDimV: 8, MaxCtx: 512},
+}
+
+// Every kernel sizes a command of every model, decode and prefill, within
+// the limits, with a value for each of its constants.
+func TestEveryKernelHasALaunchForEveryModelShape(t *testing.T) {
+	tunings := map[string]bool{"m1": true, "m4-max": true, "cpu-neon:4": true}
+	for chip := range tunings {
+		tu := tuning(t, chip)
+		for model, s := range modelShapes {
+			for _, tokens := range []int{1, 8, 512} {
+				s := s
+				s.Tokens = tokens
+				for _, k := range All() {
+					if k.Variant&Small != 0 && tokens > 8 || k.Op == OpGEMM && k.Variant&Small == 0 && tokens == 1 {
+						continue
+					}
+					if k.DType.BlockSize() == 256 && (s.K%256 != 0 || s.Dim%256 != 0) {
+						continue // stories260K's dim 64 cannot hold K-quant blocks
+					}
+					l, err := k.Geometry(s, tu)
+					if err != nil {
+						t.Errorf("%s, %s, %d tokens, %s: %v", chip, model, tokens, k.Name, err)
+						continue
+					}
+					if len(l.Constants) != len(k.Constants) {
+						t.Errorf("%s: %d constant values for %d constants", k.Name, len(l.Constants), len(k.Constants))
+					}
+					if l.TGMem%16 != 0 {
+						t.Errorf("%s: threadgroup memory %d is not a multiple of 16", k.Name, l.TGMem)
+					}
+				}
+			}
+		}
+	}
+}
+
+// A GEMV grid covers every output row exactly: no row without a thread, and
+// less than one threadgroup of slack, whatever N, with the rows per
+// threadgroup that the constants tell the kernel.
+func TestGEMVGridsCoverEveryRowWithLessThanAThreadgroupToSpare(t *testing.T) {
+	tu := tuning(t, "m4-max")
+	for _, k := range All() {
+		if k.Op != OpGEMV {
+			continue
+		}
+		for _, n := range []int{1, 7, 64, 1000, 4096, 32769, 151936} {
+			l, err := k.Geometry(Shape{N: n, K: 256 * 4}, tu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nr, nsg := int(l.Constants[0].Value), int(l.Constants[1].Value)
+			if nsg*SIMDWidth != l.Threads() {
+				t.Errorf("%s: nsg %d for %d threads", k.Name, nsg, l.Threads())
+			}
+			rows := nr * nsg
+			if k.Variant&LargeK != 0 {
+				rows = nr // the SIMD groups share the rows
+			}
+			if g := l.Grid[0]; g*rows < n || (g-1)*rows >= n {
+				t.Errorf("%s, N=%d: %d threadgroups of %d rows", k.Name, n, g, rows)
+			}
+		}
+	}
+}
+
+func TestLaunchesOfRepresentativeCommands(t *testing.T) {
+	max := tuning(t, "m4-max")
+	for _, tc := range []struct {
+		kernel string
+		shape  Shape
+		want   Launch
+	}{
+		{"gemv_q4_0", Shape{N: 4096, K: 4096}, Launch{Grid: [3]int{512, 1, 1}, Threadgroup: [3]int{64, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "has_bias", ConstBool, 0}}}},
+		{"gemv_q4_0_l", Shape{N: 4096, K: 14336, Bias: true}, Launch{Grid: [3]int{1024, 1, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 64,
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 4}, {2, "has_bias", ConstBool, 1}}}},
+		{"gemv_wide_q6_k", Shape{N: 151936, K: 1024}, Launch{Grid: [3]int{18992, 1, 1}, Threadgroup: [3]int{256, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 1}, {1, "nsg", ConstUint, 8}, {2, "has_bias", ConstBool, 0}}}},
+		{"simd_gemm_q4_k", Shape{Tokens: 512, N: 4096, K: 4096}, Launch{Grid: [3]int{64, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 6144,
+			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
+		{"simd_gemm_small_q8_0", Shape{Tokens: 5, N: 1000, K: 4096}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{128, 1, 1},
+			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
+		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 4096}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 128, Constants: []ConstValue{}}},
+		{"rmsnorm_f16", Shape{Tokens: 3, Dim: 64}, Launch{Grid: [3]int{3, 1, 1}, Threadgroup: [3]int{64, 1, 1}, TGMem: 16, Constants: []ConstValue{}}},
+		{"flash_attention_decode_parallel_f16", Shape{Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192},
+			Launch{Grid: [3]int{32, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 2080, Constants: []ConstValue{
+				{0, "head_dim", ConstUint, 128}, {1, "head_dim_v", ConstUint, 128}, {2, "has_softcap", ConstBool, 0},
+				{3, "has_window", ConstBool, 0}, {4, "n_splits", ConstUint, 16}}}},
+		{"flash_attention_prefill_v2_f16", Shape{Tokens: 512, Heads: 16, KVHeads: 8, HeadDim: 256, HeadDimV: 256, Softcap: true},
+			Launch{Grid: [3]int{16, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 16*512*2 + 32*16*4, Constants: []ConstValue{
+				{0, "head_dim", ConstUint, 256}, {1, "head_dim_v", ConstUint, 256}, {2, "has_softcap", ConstBool, 1},
+				{3, "has_window", ConstBool, 0}, {4, "kv_tile", ConstUint, 16}}}},
+		{"rope_neox_qkv_write_f16", Shape{Tokens: 1, Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, Factors: true},
+			Launch{Grid: [3]int{40, 1, 1}, Threadgroup: [3]int{64, 1, 1}, Constants: []ConstValue{
+				{0, "head_dim", ConstUint, 128}, {1, "has_factors", ConstBool, 1}}}},
+		{"copy_f16", Shape{Tokens: 512, Dim: 4096, LastRow: true}, Launch{Grid: [3]int{16, 1, 1}, Threadgroup: [3]int{256, 1, 1},
+			Constants: []ConstValue{{0, "last_row", ConstBool, 1}}}},
+		{"argmax_f16", Shape{Vocab: 128256}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 256, Constants: []ConstValue{}}},
+	} {
+		t.Run(tc.kernel, func(t *testing.T) {
+			k, ok := Lookup(tc.kernel)
+			if !ok {
+				t.Fatalf("no %s", tc.kernel)
+			}
+			got, err := k.Geometry(tc.shape, max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Constants == nil {
+				got.Constants = []ConstValue{}
+			}
+			if tc.want.Constants == nil {
+				tc.want.Constants = []ConstValue{}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("\n got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGeometryRefusesShapesItCannotRun(t *testing.T) {
+	max := tuning(t, "m4-max")
+	for _, tc := range []struct {
+		kernel string
+		shape  Shape
+		want   string
+	}{
+		{"gemv_q4_0", Shape{K: 4096}, "shape.N must be positive"},
+		{"gemv_q4_k", Shape{N: 64, K: 4000}, "not a multiple of the Q4_K block size 256"},
+		{"simd_gemm_small_f16", Shape{Tokens: 9, N: 64, K: 64}, "the small GEMM takes 2 to 8"},
+		{"rope_f16", Shape{Tokens: 1, Heads: 2, HeadDim: 63}, "odd head_dim"},
+		{"flash_attention_decode_f16", Shape{Heads: 32, HeadDim: 128, HeadDimV: 128, MaxCtx: 64}, "shape.KVHeads"},
+		{"flash_attention_decode_fast_f16", Shape{Heads: 1, KVHeads: 1, HeadDim: 1024, HeadDimV: 1024, MaxCtx: 64}, "threadgroup memory"},
+		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 64}, ""},
+	} {
+		t.Run(tc.kernel+" "+tc.want, func(t *testing.T) {
+			k, _ := Lookup(tc.kernel)
+			tu := max
+			if tc.want == "" {
+				tu.NormTG, tc.want = 0, "tuning.NormTG must be positive"
+			}
+			_, err := k.Geometry(tc.shape, tu)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.kernel) {
+				t.Errorf("%v, want %q naming the kernel", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParallelDecodeSplitsFollowTheCacheSize(t *testing.T) {
+	for maxCtx, want := range map[int]int{64: 2, 1024: 2, 1536: 3, 8192: 16, 16384: 32, 131072: 32} {
+		if got := attnSplits(maxCtx); got != want {
+			t.Errorf("attnSplits(%d) = %d, want %d", maxCtx, got, want)
+		}
+	}
+}
