@@ -30,7 +30,7 @@ type Kernel struct {
 	// Constants are the function constants, in index order; Geometry gives
 	// their values for a shape.
 	Constants []Constant
-	// GeometryDoc names the rule that sizes its commands (geometry.go).
+	// GeometryDoc is the geometry rule in one line (geometry.go has it whole).
 	GeometryDoc string
 	geometry    geometryRule
 }
@@ -289,7 +289,7 @@ func (f *family) build(s Spec) (*Kernel, error) {
 		Bindings:    f.bindings(s),
 		Params:      ps,
 		Patchable:   ps.Patchable(),
-		GeometryDoc: f.geometryDoc,
+		GeometryDoc: f.geometryDoc(s),
 		geometry:    f.geometry,
 	}
 	if f.constants != nil {

@@ -15,7 +15,7 @@ type family struct {
 	bindings    func(Spec) []Binding // slots are their order; the parameter struct is appended
 	constants   func(Spec) []Constant
 	geometry    geometryRule
-	geometryDoc string
+	geometryDoc func(Spec) string // the rule in one line
 	instances   func() []Spec
 }
 
@@ -134,7 +134,15 @@ var families = []*family{
 				cuint("nsg", "SIMD groups per threadgroup"),
 				biasConst)
 		},
-		geometry: gemvGeometry, geometryDoc: "gemvGeometry",
+		geometry: gemvGeometry, geometryDoc: func(s Spec) string {
+			switch {
+			case s.Variant&LargeK != 0:
+				return "4 SIMD groups share nr rows, group g taking blocks g, g+4, ..., partial sums met in threadgroup memory; grid = ceil(N / nr)"
+			case s.Variant&Wide != 0:
+				return "8 SIMD groups per threadgroup, nr rows each; grid = ceil(N / (8·nr))"
+			}
+			return "nsg SIMD groups per threadgroup, nr rows each, lanes striding over the blocks; grid = ceil(N / (nr·nsg))"
+		},
 		instances: func() []Spec {
 			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
@@ -158,7 +166,12 @@ var families = []*family{
 			}
 		},
 		constants: func(Spec) []Constant { return constants(biasConst) },
-		geometry:  gemmGeometry, geometryDoc: "gemmGeometry",
+		geometry:  gemmGeometry, geometryDoc: func(s Spec) string {
+			if s.Variant&Small != 0 {
+				return "4 SIMD groups of 8 outputs each, over all (≤ 8) rows; grid = ceil(N / 32)"
+			}
+			return "32×64 tiles of Y, K stepped by 32 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/32))"
+		},
 		instances: func() []Spec { return typed(OpGEMM, acts, weightTypes, 0, Small) },
 	},
 	{
@@ -173,7 +186,7 @@ var families = []*family{
 				out("out", RoleActivation, "out [n_tokens, out_stride]"),
 			}
 		},
-		geometry: embeddingGeometry, geometryDoc: "embeddingGeometry",
+		geometry: embeddingGeometry, geometryDoc: fixed("one threadgroup of 256 threads per token, thread i taking blocks i, i+256, ...; grid = tokens"),
 		instances: func() []Spec { return typed(OpEmbedding, acts, weightTypes, 0) },
 	},
 	{
@@ -185,7 +198,7 @@ var families = []*family{
 				out("out", RoleIO, "out [n_rows, out_stride] in the target dtype"),
 			}
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return []Spec{{Op: OpConvert, DType: dtype.F32, Act: dtype.F16}} },
 	},
 	{
@@ -199,7 +212,7 @@ var families = []*family{
 		bindings: func(s Spec) []Binding {
 			return normBindings(s, false)
 		},
-		geometry: normGeometry, geometryDoc: "normGeometry",
+		geometry: normGeometry, geometryDoc: fixed("one threadgroup per row, min(NormTG, dim rounded up to 32) threads, reduced through threadgroup memory; grid = rows"),
 		instances: func() []Spec { return specs(OpRMSNorm, acts, 0, Residual) },
 	},
 	{
@@ -212,7 +225,7 @@ var families = []*family{
 		},
 		bindings:  func(s Spec) []Binding { return normBindings(s, true) },
 		constants: func(Spec) []Constant { return constants(biasConst) },
-		geometry:  normGeometry, geometryDoc: "normGeometry",
+		geometry:  normGeometry, geometryDoc: fixed("one threadgroup per row, min(NormTG, dim rounded up to 32) threads, reduced through threadgroup memory; grid = rows"),
 		instances: func() []Spec { return specs(OpLayerNorm, acts, 0, Residual) },
 	},
 	{
@@ -224,7 +237,7 @@ var families = []*family{
 				in("weight", RoleWeight, "weight [dim], F32, shared by the heads"),
 			}
 		},
-		geometry: headNormGeometry, geometryDoc: "headNormGeometry",
+		geometry: headNormGeometry, geometryDoc: fixed("one SIMD group per head, 8 per threadgroup; grid = ceil(rows·heads / 8)"),
 		instances: func() []Spec { return specs(OpHeadRMSNorm, acts) },
 	},
 	{
@@ -237,7 +250,7 @@ var families = []*family{
 			}
 		},
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
-		geometry:  ropeGeometry, geometryDoc: "ropeGeometry",
+		geometry:  ropeGeometry, geometryDoc: fixed("a threadgroup per (head, token), thread i owning pair i; grid = (heads, tokens)"),
 		instances: func() []Spec { return specs(OpRoPE, acts, 0, NeoX) },
 	},
 	{
@@ -247,7 +260,7 @@ var families = []*family{
 		},
 		bindings:  func(s Spec) []Binding { return ropeKVBindings(false) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
-		geometry:  ropeKVGeometry, geometryDoc: "ropeKVGeometry",
+		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
 		instances: func() []Spec { return specs(OpRoPEQKVWrite, acts, 0, NeoX) },
 	},
 	{
@@ -257,7 +270,7 @@ var families = []*family{
 		},
 		bindings:  func(s Spec) []Binding { return ropeKVBindings(true) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
-		geometry:  ropeKVGeometry, geometryDoc: "ropeKVGeometry",
+		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
 		// Only the NeoX form: the architectures with QK-norm (Qwen 3,
 		// Gemma 3) all rotate NeoX-style.
 		instances: func() []Spec { return specs(OpHeadNormRoPEKVWrite, acts, NeoX) },
@@ -291,7 +304,15 @@ var families = []*family{
 			}
 			return constants(cs...)
 		},
-		geometry: attnDecodeGeometry, geometryDoc: "attnDecodeGeometry",
+		geometry: attnDecodeGeometry, geometryDoc: func(s Spec) string {
+			switch {
+			case s.Variant&Fast != 0:
+				return "one threadgroup of 8 SIMD groups per query head, keys in tiles of 32, one per lane; grid = heads"
+			case s.Variant&Parallel != 0:
+				return "a threadgroup per (head, split) over n_splits slices of the keys, partial results to scratch; grid = (heads, n_splits)"
+			}
+			return "one threadgroup of 4 SIMD groups per query head, keys interleaved over the groups, merged in threadgroup memory; grid = heads"
+		},
 		instances: func() []Spec {
 			return append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel), specs(OpAttentionDecode, f32Only)...)
 		},
@@ -308,7 +329,7 @@ var families = []*family{
 		constants: func(Spec) []Constant {
 			return constants(cuint("head_dim_v", "elements per v head"), cuint("n_splits", "splits to merge"))
 		},
-		geometry: attnReduceGeometry, geometryDoc: "attnReduceGeometry",
+		geometry: attnReduceGeometry, geometryDoc: fixed("one threadgroup per head, thread i merging output element i over the splits; grid = heads"),
 		instances: func() []Spec { return specs(OpAttentionDecodeReduce, f16Only) },
 	},
 	{
@@ -334,7 +355,12 @@ var families = []*family{
 			}
 			return constants(cs...)
 		},
-		geometry: attnPrefillGeometry, geometryDoc: "attnPrefillGeometry",
+		geometry: attnPrefillGeometry, geometryDoc: func(s Spec) string {
+			if s.Variant&V2 != 0 {
+				return "32 query rows per threadgroup, keys in tiles of kv_tile staged in threadgroup memory; grid = (ceil(tokens/32), heads)"
+			}
+			return "one query row per SIMD group, 4 per threadgroup; grid = (ceil(tokens/4), heads)"
+		},
 		instances: func() []Spec {
 			return append(specs(OpAttentionPrefill, f16Only, 0, V2), specs(OpAttentionPrefill, f32Only)...)
 		},
@@ -348,7 +374,7 @@ var families = []*family{
 				in("bias", RoleWeight, "bias [n_cols], F32"),
 			}
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(OpBiasAdd, acts) },
 	},
 	binaryOp(OpAdd, "out = a + b (out may be a: the residual add)"),
@@ -368,7 +394,7 @@ var families = []*family{
 		constants: func(Spec) []Constant {
 			return constants(cbool("last_row", "copy only the last row (the batch's last token) to row 0"))
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(OpCopy, acts) },
 	},
 	{
@@ -377,7 +403,7 @@ var families = []*family{
 		bindings: func(Spec) []Binding {
 			return []Binding{in("logits", RoleActivation, "logits [n]"), out("ids", RoleIO, "token ids, uint32")}
 		},
-		geometry: vocabGeometry, geometryDoc: "vocabGeometry",
+		geometry: vocabGeometry, geometryDoc: fixed("one threadgroup of 1024 threads over the vocabulary, reduced through threadgroup memory"),
 		instances: func() []Spec { return specs(OpArgmax, acts) },
 	},
 	{
@@ -386,7 +412,7 @@ var families = []*family{
 		bindings: func(Spec) []Binding {
 			return []Binding{inout("logits", RoleActivation, "logits [vocab]")}
 		},
-		geometry: vocabGeometry, geometryDoc: "vocabGeometry",
+		geometry: vocabGeometry, geometryDoc: fixed("one threadgroup of 1024 threads over the vocabulary, reduced through threadgroup memory"),
 		instances: func() []Spec { return specs(OpGumbelTopK, acts) },
 	},
 }
@@ -438,7 +464,7 @@ func binaryOp(op Op, summary string) *family {
 				out("out", RoleActivation, "out [n_rows, out_stride]"),
 			}
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(op, acts) },
 	}
 }
@@ -449,7 +475,7 @@ func unary(op Op, summary string) *family {
 		bindings: func(Spec) []Binding {
 			return []Binding{in("x", RoleActivation, "x [n_rows, a_stride]"), out("out", RoleActivation, "out [n_rows, out_stride]")}
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(op, acts) },
 	}
 }
@@ -464,7 +490,7 @@ func gate(op Op, summary string) *family {
 				out("out", RoleActivation, "out [n_rows, out_stride]"),
 			}
 		},
-		geometry: elementwiseGeometry, geometryDoc: "elementwiseGeometry",
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(op, acts) },
 	}
 }
