@@ -1,0 +1,225 @@
+package plans
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Program names. A plan has a decode program; sampled and prefill buckets
+// are optional. Prefill programs are named PrefillPrefix + their batch size.
+const (
+	ProgDecode    = "decode"  // one token; replayed up to ChainChunk times per submission
+	ProgSampled   = "sampled" // decode with the Gumbel-max sampling kernel before argmax
+	PrefillPrefix = "prefill."
+)
+
+// PrefillName is the name of the prefill program for batch-size bucket n.
+func PrefillName(n uint32) string { return PrefillPrefix + strconv.FormatUint(uint64(n), 10) }
+
+// Program is an ordered list of commands that the runtime replays as a unit.
+type Program struct {
+	Name string
+	// Batch is the number of tokens one replay processes: 1 for decode and
+	// sampled, the bucket size for prefill (the most tokens it takes; the
+	// actual count is patched in with PatchBatchLength).
+	Batch    uint32
+	Commands []Command
+}
+
+// Command is one GPU dispatch.
+type Command struct {
+	// Label names the graph node(s) the command computes ("L12.ffn.down").
+	// Diff aligns the commands of two plans by label, and every runtime
+	// error about the command quotes it.
+	Label string
+	// Rule is the fusion or lowering rule that produced the command
+	// ("rules/fusion.rules:41 rmsnorm+gemv"), for debug renderings; empty
+	// for a command lowered one to one.
+	Rule     string
+	Pipeline uint32 // index into Plan.Pipelines
+	Bindings []Binding
+	// Params are the kernel's parameter struct, bound inline at ParamsSlot
+	// (Metal setBytes); empty when the kernel takes none or reads them from
+	// a BufParams buffer through a binding.
+	Params     []byte
+	ParamsSlot uint32
+	// ThreadgroupMemory is the dynamic threadgroup (shared) memory in bytes.
+	ThreadgroupMemory uint32
+	Grid              [3]uint32
+	Threadgroup       [3]uint32
+	// DispatchThreads: Grid counts threads (Metal dispatchThreads) rather
+	// than threadgroups (dispatchThreadgroups).
+	DispatchThreads bool
+	Patches         []Patch
+	// BytesRead is what the command reads from memory, for the roofline.
+	BytesRead uint64
+}
+
+// Binding attaches a buffer (from Offset on) to a kernel's buffer slot.
+type Binding struct {
+	Slot   uint32
+	Buffer uint32 // index into Plan.Buffers
+	Offset uint64
+	// Length is the number of bytes the command touches from Offset, when
+	// the compiler knows it (Validate then checks the whole range); 0 means
+	// unknown, and only Offset < Size is checked.
+	Length uint64
+}
+
+// PatchKind says which per-token value a patch writes. The set is closed:
+// the runtime's replay loop is a switch over it, and a kind added later
+// raises the plan's minimum runtime version (RequiredRuntime).
+type PatchKind uint8
+
+const (
+	// PatchToken: the token slot i (embedding reads token i of the chain).
+	PatchToken PatchKind = 1 + iota
+	// PatchPosition: the absolute position of the token.
+	PatchPosition
+	// PatchKVLength: the number of cached positions attention reads,
+	// position + batch (position + 1 in decode).
+	PatchKVLength
+	// PatchPositionKV writes two values: the position at At and the KV
+	// length at At + Width.
+	PatchPositionKV
+	// PatchArgmaxSlot: the token slot argmax writes, i + 1, which the next
+	// token's embedding reads (chain decode without a round trip).
+	PatchArgmaxSlot
+	// PatchBatchLength: the number of tokens of this prefill batch.
+	PatchBatchLength
+	// PatchStartPosition: the position of the batch's first token (prefill).
+	PatchStartPosition
+
+	patchKindEnd
+)
+
+var patchKindNames = [...]string{"", "token", "position", "kv_length", "position_kv", "argmax_slot", "batch_length", "start_position"}
+
+func (k PatchKind) String() string {
+	if k > 0 && k < patchKindEnd {
+		return patchKindNames[k]
+	}
+	return "patch(" + strconv.Itoa(int(k)) + ")"
+}
+
+// PatchTarget says what a patch rewrites.
+type PatchTarget uint8
+
+const (
+	// PatchParam writes Width bytes (little-endian) at byte At of Params.
+	PatchParam PatchTarget = 1 + iota
+	// PatchBinding sets the offset of binding At (an index into Bindings),
+	// e.g. to make the embedding read token slot i.
+	PatchBinding
+
+	patchTargetEnd
+)
+
+func (t PatchTarget) String() string {
+	switch t {
+	case PatchParam:
+		return "param"
+	case PatchBinding:
+		return "binding"
+	}
+	return "target(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Patch is a value the runtime writes into a command before each replay:
+// Base + Stride*x, where x is the kind's per-token value (Step.X). With
+// Base 0 and Stride 1 it is x itself; a binding patch uses Stride for the
+// element size (4 bytes per token id) and Base for the binding's offset.
+type Patch struct {
+	Kind   PatchKind
+	Target PatchTarget
+	// At is the byte offset in Params (PatchParam) or the index into
+	// Bindings (PatchBinding).
+	At uint32
+	// Width is the size of each value written, 4 (u32) or 8 (u64), for
+	// PatchParam; 0 for PatchBinding.
+	Width  uint8
+	Base   uint64
+	Stride uint64
+}
+
+// Step is what changes between replays of a program.
+type Step struct {
+	// Index is the token's slot within the chain (decode: 0..ChainChunk-1);
+	// 0 in prefill.
+	Index uint32
+	// Pos is the token's position (decode) or the batch's first position
+	// (prefill).
+	Pos uint32
+	// Batch is the number of tokens of the replay: 1 in decode.
+	Batch uint32
+}
+
+// X is the kind's value at step s, before Base and Stride. For
+// PatchPositionKV it is the first of the two values (the position).
+func (k PatchKind) X(s Step) uint64 {
+	switch k {
+	case PatchToken:
+		return uint64(s.Index)
+	case PatchPosition, PatchPositionKV, PatchStartPosition:
+		return uint64(s.Pos)
+	case PatchKVLength:
+		return uint64(s.Pos) + uint64(s.Batch)
+	case PatchArgmaxSlot:
+		return uint64(s.Index) + 1
+	case PatchBatchLength:
+		return uint64(s.Batch)
+	}
+	return 0
+}
+
+// Values returns the values p writes at step s: one, or two for
+// PatchPositionKV (position, then KV length). This is the reference the
+// runtimes' replay loops are tested against.
+func (p Patch) Values(s Step) []uint64 {
+	v := p.Base + p.Stride*p.Kind.X(s)
+	if p.Kind == PatchPositionKV {
+		return []uint64{v, p.Base + p.Stride*PatchKVLength.X(s)}
+	}
+	return []uint64{v}
+}
+
+// count is the number of values the patch writes.
+func (p Patch) count() uint64 {
+	if p.Kind == PatchPositionKV {
+		return 2
+	}
+	return 1
+}
+
+// Program returns the program named name, or nil.
+func (p *Plan) Program(name string) *Program {
+	for i := range p.Programs {
+		if p.Programs[i].Name == name {
+			return &p.Programs[i]
+		}
+	}
+	return nil
+}
+
+// Prefill returns the prefill program for n tokens: the smallest bucket
+// that holds them, else the largest (the runtime then splits the prompt);
+// nil if the plan has none.
+func (p *Plan) Prefill(n uint32) *Program {
+	var best, largest *Program
+	for i := range p.Programs {
+		q := &p.Programs[i]
+		if !strings.HasPrefix(q.Name, PrefillPrefix) {
+			continue
+		}
+		if largest == nil || q.Batch > largest.Batch {
+			largest = q
+		}
+		if q.Batch >= n && (best == nil || q.Batch < best.Batch) {
+			best = q
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return largest
+}

@@ -1,0 +1,196 @@
+package plans
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+)
+
+func (v *validator) programs() {
+	p := v.p
+	if len(p.Programs) > MaxPrograms {
+		v.add("programs: %d, more than %d", len(p.Programs), MaxPrograms)
+		return
+	}
+	seen := map[string]bool{}
+	for i := range p.Programs {
+		pr := &p.Programs[i]
+		where := fmt.Sprintf("program %d %q", i, pr.Name)
+		v.name(where+": name", pr.Name)
+		if seen[pr.Name] {
+			v.add("%s: a second program of that name", where)
+		}
+		seen[pr.Name] = true
+		v.inRange(where+": batch", uint64(pr.Batch), 1, MaxBatch)
+		switch {
+		case pr.Name == ProgDecode || pr.Name == ProgSampled:
+			if pr.Batch != 1 {
+				v.add("%s: batch %d; a decode program takes one token", where, pr.Batch)
+			}
+		case strings.HasPrefix(pr.Name, PrefillPrefix):
+			if pr.Name != PrefillName(pr.Batch) {
+				v.add("%s: a prefill program of batch %d is named %q", where, pr.Batch, PrefillName(pr.Batch))
+			}
+		}
+		if len(pr.Commands) == 0 || len(pr.Commands) > MaxCommands {
+			v.add("%s: %d commands; a program has 1 to %d", where, len(pr.Commands), MaxCommands)
+			continue
+		}
+		for j := range pr.Commands {
+			v.command(pr, j)
+		}
+	}
+	if !seen[ProgDecode] {
+		v.add("programs: no %q program", ProgDecode)
+	}
+}
+
+// stepMax is the largest value each patch kind takes over the replays a
+// program allows: decode tokens take slots 0..ChainChunk-1, positions stay
+// below the plan's context, a prefill batch holds at most its bucket.
+func (v *validator) stepMax(pr *Program, k PatchKind) uint64 {
+	ctx := uint64(v.p.Model.HParams.Ctx)
+	var idx uint64 // the token slot: 0 in prefill
+	if pr.Batch == 1 {
+		idx = uint64(max(v.p.Header.Target.Tuning.ChainChunk, 1)) - 1
+	}
+	switch k {
+	case PatchToken:
+		return idx
+	case PatchArgmaxSlot:
+		return idx + 1
+	case PatchPosition, PatchStartPosition:
+		return max(ctx, 1) - 1
+	case PatchKVLength, PatchPositionKV: // PositionKV's larger value is the KV length
+		return ctx
+	case PatchBatchLength:
+		return uint64(pr.Batch)
+	}
+	return 0
+}
+
+func (v *validator) command(pr *Program, j int) {
+	p := v.p
+	c := &pr.Commands[j]
+	where := fmt.Sprintf("%s[%d] %s", pr.Name, j, c.Label)
+	v.name(where+": label", c.Label)
+	if len(c.Rule) > MaxNameBytes {
+		v.add("%s: rule of %d bytes", where, len(c.Rule))
+	}
+	if int(c.Pipeline) >= len(p.Pipelines) {
+		v.add("%s: pipeline %d of %d", where, c.Pipeline, len(p.Pipelines))
+	}
+	for d := range 3 {
+		if c.Grid[d] == 0 {
+			v.add("%s: grid %v has a zero dimension", where, c.Grid)
+			break
+		}
+	}
+	threads := uint64(1)
+	for _, t := range c.Threadgroup {
+		threads *= uint64(t) // ≤ 1024 × 2^32: the loop stops once it passes 1024
+		if t == 0 || threads > MaxThreadsPerGroup {
+			v.add("%s: threadgroup %v: each dimension ≥ 1, at most %d threads in all", where, c.Threadgroup, MaxThreadsPerGroup)
+			break
+		}
+	}
+	if c.ThreadgroupMemory > MaxThreadgroupMemory {
+		v.add("%s: %d bytes of threadgroup memory, more than %d", where, c.ThreadgroupMemory, MaxThreadgroupMemory)
+	}
+	if len(c.Params) > MaxParamBytes {
+		v.add("%s: %d parameter bytes, more than %d", where, len(c.Params), MaxParamBytes)
+	}
+	if len(c.Params) > 0 && c.ParamsSlot > MaxSlot {
+		v.add("%s: parameter slot %d, the highest is %d", where, c.ParamsSlot, MaxSlot)
+	}
+	if len(c.Params) == 0 && c.ParamsSlot != 0 {
+		v.add("%s: parameter slot %d but no parameters", where, c.ParamsSlot)
+	}
+	if len(c.Bindings) > MaxBindings {
+		v.add("%s: %d bindings, more than %d", where, len(c.Bindings), MaxBindings)
+		return
+	}
+	var slots [MaxSlot + 1]bool
+	if len(c.Params) > 0 && c.ParamsSlot <= MaxSlot {
+		slots[c.ParamsSlot] = true
+	}
+	for _, b := range c.Bindings {
+		bw := fmt.Sprintf("%s: binding slot %d", where, b.Slot)
+		if b.Slot > MaxSlot {
+			v.add("%s: the highest slot is %d", bw, MaxSlot)
+		} else if slots[b.Slot] {
+			v.add("%s: slot bound twice", bw)
+		} else {
+			slots[b.Slot] = true
+		}
+		if int(b.Buffer) >= len(p.Buffers) {
+			v.add("%s: buffer %d of %d", bw, b.Buffer, len(p.Buffers))
+			continue
+		}
+		buf := &p.Buffers[b.Buffer]
+		end, carry := bits.Add64(b.Offset, b.Length, 0)
+		switch {
+		case b.Offset >= buf.Size:
+			v.add("%s: offset %d is past the end of buffer %q (%d bytes)", bw, b.Offset, buf.Name, buf.Size)
+		case carry != 0 || end > buf.Size:
+			v.add("%s: offset %d + %d bytes exceeds buffer %q (%d bytes)", bw, b.Offset, b.Length, buf.Name, buf.Size)
+		}
+	}
+	if len(c.Patches) > MaxPatches {
+		v.add("%s: %d patches, more than %d", where, len(c.Patches), MaxPatches)
+		return
+	}
+	for k, pt := range c.Patches {
+		v.patch(pr, c, fmt.Sprintf("%s: patch %d (%s)", where, k, pt.Kind), pt)
+	}
+}
+
+func (v *validator) patch(pr *Program, c *Command, where string, pt Patch) {
+	if pt.Kind == 0 || pt.Kind >= patchKindEnd {
+		v.add("%s: unknown patch kind; this runtime knows %d", where, patchKindEnd-1)
+		return
+	}
+	// The largest value the patch writes; Base and Stride are unsigned, so
+	// the values grow with x and the largest is the one to check.
+	hi, prod := bits.Mul64(pt.Stride, v.stepMax(pr, pt.Kind))
+	top, carry := bits.Add64(prod, pt.Base, 0)
+	overflow := hi != 0 || carry != 0
+	switch pt.Target {
+	case PatchParam:
+		if pt.Width != 4 && pt.Width != 8 {
+			v.add("%s: width %d; a parameter patch writes 4 or 8 bytes", where, pt.Width)
+			return
+		}
+		if end := uint64(pt.At) + pt.count()*uint64(pt.Width); end > uint64(len(c.Params)) {
+			v.add("%s: bytes [%d, %d) exceed the %d parameter bytes", where, pt.At, end, len(c.Params))
+		}
+		if overflow || pt.Width == 4 && top > math.MaxUint32 {
+			v.add("%s: %d + %d×x overflows %d bytes over the program's steps", where, pt.Base, pt.Stride, pt.Width)
+		}
+	case PatchBinding:
+		if pt.Width != 0 {
+			v.add("%s: width %d; a binding patch has none", where, pt.Width)
+		}
+		if pt.count() != 1 {
+			v.add("%s: writes two values and cannot target a binding", where)
+			return
+		}
+		if int(pt.At) >= len(c.Bindings) {
+			v.add("%s: binding %d of %d", where, pt.At, len(c.Bindings))
+			return
+		}
+		b := c.Bindings[pt.At]
+		if int(b.Buffer) >= len(v.p.Buffers) {
+			return // reported with the binding
+		}
+		buf := &v.p.Buffers[b.Buffer]
+		end, carry2 := bits.Add64(top, max(b.Length, 1), 0)
+		if overflow || carry2 != 0 || end > buf.Size {
+			v.add("%s: offset %d + %d×%d (+%d bytes) exceeds buffer %q (%d bytes)",
+				where, pt.Base, pt.Stride, v.stepMax(pr, pt.Kind), max(b.Length, 1), buf.Name, buf.Size)
+		}
+	default:
+		v.add("%s: unknown target %d", where, pt.Target)
+	}
+}
