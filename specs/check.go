@@ -38,7 +38,7 @@ func check(a *Arch, c *errs) {
 		a.hp[d.name] = &hpInfo{decl: d}
 	}
 	for _, d := range a.hparams {
-		ck.hpType(d.name, d.pos)
+		ck.hpType(d.name)
 	}
 	if !a.Abstract {
 		for _, s := range stdHParams {
@@ -182,6 +182,10 @@ func (ck *checker) checkOp(call *callNode, sc scope, env *graphEnv) (int, bool) 
 		return 0, false
 	}
 	good := true
+	if sig.kind == OpAttention && !env.perLayer {
+		ck.c.add(ErrInvalid, call.p, sc.path, "attention reads a layer's KV cache; it belongs in a layer block, not in %s", env.where)
+		good = false
+	}
 	n := len(call.args)
 	switch {
 	case sig.variadic == nil && n != len(sig.pos):

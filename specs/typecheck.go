@@ -43,7 +43,7 @@ type checker struct {
 
 // hpType types an hparam on first use, in dependency order, and reports a
 // cycle with its chain.
-func (ck *checker) hpType(name string, use Pos) (*hpInfo, bool) {
+func (ck *checker) hpType(name string) (*hpInfo, bool) {
 	info, ok := ck.a.hp[name]
 	if !ok {
 		return nil, false
@@ -174,7 +174,7 @@ func (ck *checker) typeOf(n node, sc scope) (tinfo, bool) {
 			}
 			return tinfo{t: tInt, layer: true}, true
 		}
-		info, ok := ck.hpType(n.name, n.p)
+		info, ok := ck.hpType(n.name)
 		if info == nil {
 			ck.c.add(ErrUnknownName, n.p, sc.path, "unknown hparam %q%s", n.name, suggest(n.name, ck.hpNames()))
 			return tinfo{}, false
