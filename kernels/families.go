@@ -1,10 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-
-	"github.com/akunu-dev/akunu/compiler/dtype"
-)
+import "github.com/akunu-dev/akunu/compiler/dtype"
 
 // family describes the kernels of one op: what they bind, their parameter
 // struct, their constants, their geometry rule, and which specs exist.
@@ -113,9 +109,9 @@ var families = []*family{
 		op: OpGEMV, params: GEMVParams{},
 		summary: func(s Spec) string {
 			if s.Variant&SiLU != 0 {
-				return fmt.Sprintf("y = W·(silu(gate)·up) (+ bias), W in %v: the down projection with the SiLU gate fused", s.DType)
+				return "y = W·(silu(gate)·up) (+ bias): the down projection with the SiLU gate fused"
 			}
-			return fmt.Sprintf("y = W·x (+ bias), W in %v, one token", s.DType)
+			return "y = W·x (+ bias), one token"
 		},
 		bindings: func(s Spec) []Binding {
 			x := []Binding{in("x", RoleActivation, "x [K]")}
@@ -153,9 +149,9 @@ var families = []*family{
 		op: OpGEMM, params: GEMMParams{},
 		summary: func(s Spec) string {
 			if s.Variant&Small != 0 {
-				return fmt.Sprintf("Y = X·Wᵀ (+ bias), W in %v, 2 to 8 rows", s.DType)
+				return "Y = X·Wᵀ (+ bias), 2 to 8 rows"
 			}
-			return fmt.Sprintf("Y = X·Wᵀ (+ bias), W in %v, a prefill batch", s.DType)
+			return "Y = X·Wᵀ (+ bias), a prefill batch"
 		},
 		bindings: func(Spec) []Binding {
 			return []Binding{
@@ -176,9 +172,7 @@ var families = []*family{
 	},
 	{
 		op: OpEmbedding, params: EmbeddingParams{},
-		summary: func(s Spec) string {
-			return fmt.Sprintf("out[i] = table[ids[token_slot+i]] · scale, table in %v", s.DType)
-		},
+		summary: fixed("out[i] = table[ids[token_slot+i]] · scale"),
 		bindings: func(Spec) []Binding {
 			return []Binding{
 				in("table", RoleWeight, "table [vocab, dim] in the kernel's dtype"),
