@@ -170,8 +170,9 @@ func Lookup(name string) (*Kernel, bool) {
 	return k, ok
 }
 
-// All returns every kernel, in catalog order (by op, then weight dtype,
-// variant and activation dtype). The slice is a copy; the kernels are shared.
+// All returns every kernel, in catalog order: by op family, then as the
+// family lists them (activation dtype, weight dtype, variant). The slice is
+// a copy; the kernels are shared.
 func All() []*Kernel { return slices.Clone(catalog) }
 
 // Find returns the kernel of a spec, or an error wrapping ErrNoKernel that
