@@ -3,20 +3,13 @@
 #   make demo   synthesize a small model, inspect it (compile and run come with the runtime)
 #   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
-#   make fuzz   long fuzzing (FUZZTIME per target, default 5m)
+#   make fuzz   long fuzzing: every FuzzXxx target of the module (FUZZTIME each, default 5m)
 
 GO       ?= go
 FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-# Fuzz targets as package:Target.
-FUZZ_TARGETS := \
-	./compiler/gguf:FuzzHeader \
-	./compiler/gguf:FuzzMetadata \
-	./compiler/gguf:FuzzTensorInfo \
-	./compiler/gguf:FuzzTokenizerArrays
-
 .PHONY: all build test unit fuzz fuzz-short lint demo llama clean
 
 all: build
@@ -38,11 +31,7 @@ fuzz-short:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=10s
 
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; \
-		echo "fuzz $$pkg $$name ($(FUZZTIME))"; \
-		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) $$pkg; \
-	done
+	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
