@@ -74,6 +74,7 @@ func list[T any, P interface {
 }
 
 func (l listOf[T, P]) length() int  { return len(*l.s) }
+func (l listOf[T, P]) target() any  { return l.s }
 func (l listOf[T, P]) limit() int   { return l.max }
 func (l listOf[T, P]) elem() record { return P(new(T)) }
 
