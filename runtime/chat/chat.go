@@ -127,11 +127,15 @@ func (t *Template) Render(ctx Context) (out string, err error) {
 	if err != nil {
 		return "", err
 	}
-	now := ctx.Now
+	return t.render(vars, ctx.Limits.withDefaults(), ctx.Now)
+}
+
+// render runs the template with vars, which must hold template values.
+func (t *Template) render(vars map[string]any, lim Limits, now time.Time) (out string, err error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	ip := &interp{out: &strings.Builder{}, lim: ctx.Limits.withDefaults(), now: now}
+	ip := &interp{out: &strings.Builder{}, lim: lim, now: now}
 	defer catch(t.src, t.name, &err)
 	globals := &scope{vars: vars, parent: builtinScope(ip)}
 	ip.exec(t.body, newScope(globals))

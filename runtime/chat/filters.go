@@ -124,6 +124,13 @@ func fAbs(ip *interp, off int, v any, args []any, kw []kwVal) any {
 func fAttr(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	a := bindArgs(off, "attr", args, kw, "name")
 	name, _ := a[0].(string)
+	// Only attributes, never items: a dict's attributes are its methods.
+	if d, ok := v.(*dict); ok {
+		if m := method(d, name); m != nil {
+			return m
+		}
+		return &undef{name: name, obj: v, hasObj: true}
+	}
 	return ip.getattr(off, v, name)
 }
 
@@ -402,10 +409,11 @@ func fJoin(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	return b.String()
 }
 
-// attrPath looks up "a.b.0" in v, as the attribute= arguments of filters do.
-func (ip *interp) attrPath(off int, v any, path any) any {
+// attrPath looks up "a.b.0" in v, as the attribute= arguments of filters
+// do; a default (not absent or None) replaces an undefined at every step.
+func (ip *interp) attrPath(off int, v any, path any, def ...any) any {
 	if n, ok := path.(int64); ok {
-		return ip.getitem(off, v, n)
+		path = strconv.FormatInt(n, 10)
 	}
 	p, ok := path.(string)
 	if !ok {
@@ -416,6 +424,9 @@ func (ip *interp) attrPath(off int, v any, path any) any {
 			v = ip.getitem(off, v, n)
 		} else {
 			v = ip.getitem(off, v, part)
+		}
+		if _, u := v.(*undef); u && len(def) > 0 && def[0] != absent && def[0] != nil {
+			v = def[0]
 		}
 	}
 	return v
@@ -447,11 +458,7 @@ func fMap(ip *interp, off int, v any, args []any, kw []kwVal) any {
 			fail(off, ErrRender, "map() needs a filter name or attribute=")
 		}
 		for _, it := range items {
-			x := ip.attrPath(off, it, attr)
-			if _, ok := x.(*undef); ok && def != absent {
-				x = def
-			}
-			out = append(out, x)
+			out = append(out, ip.attrPath(off, it, attr, def))
 		}
 		return out
 	}

@@ -119,11 +119,13 @@ func (ip *interp) test(off int, name string, v any, args []any, kw []kwVal) bool
 	case "ge", ">=":
 		return compare(off, ">=", v, one(), 0) >= 0
 	case "filter":
-		n, _ := one().(string)
+		none()
+		n, _ := v.(string)
 		_, ok := filters[n]
 		return ok
 	case "test":
-		n, _ := one().(string)
+		none()
+		n, _ := v.(string)
 		return knownTests[n]
 	}
 	fail(off, ErrUnsupported, "unknown test '%s'", name)
