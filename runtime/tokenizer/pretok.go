@@ -1,0 +1,267 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// The split patterns of the BPE pre-tokenizers, as llama.cpp writes them
+// (most come from the models' tokenizer.json; llama.cpp rewrites (?i:...)
+// into explicit case classes, which std::regex lacks). A text is cut by the
+// first pattern, each piece by the second, and so on; the pieces between
+// matches are kept as pieces too.
+const (
+	patGPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
+
+	patLlama3 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+	patQwen2  = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+	patQwen35 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+	patJais2 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"
+
+	patNewline  = "[\r\n]"
+	patNewlines = "[^\\n]+|[\\n]+"
+	patNumber   = "\\p{N}"
+	patNumbers  = "\\p{N}+"
+	patNumber3  = "\\p{N}{1,3}"
+	patDigits3  = "[0-9][0-9][0-9]"
+
+	patCJK        = "[一-龥ࠀ-一가-퟿]+"
+	patHanKana    = "[一-龥぀-ゟ゠-ヿ]+"
+	patDeepSeekV3 = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+
+	patPoro = " ?[^(\\s|.,!?…。，、।۔،)]+"
+
+	patTekken          = "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+	patGPT4o           = "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+	patUpperLowerCased = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+)
+
+// The patterns llama.cpp does not run through std::regex but matches with
+// code of its own (split_custom.go), keyed by their exact text as it keys
+// them.
+var customSplitters = map[string]func(t *splitText, start, end int, out []int32) []int32{
+	patGPT2: splitGPT2,
+	patLlama3: func(t *splitText, s, e int, out []int32) []int32 {
+		return splitLlama3Like(t, s, e, out, 3, cLetter)
+	},
+	patQwen2: func(t *splitText, s, e int, out []int32) []int32 {
+		return splitLlama3Like(t, s, e, out, 1, cLetter)
+	},
+	patQwen35: func(t *splitText, s, e int, out []int32) []int32 {
+		return splitLlama3Like(t, s, e, out, 1, cLetter|cMark)
+	},
+	"\\p{Han}+":                  splitKimiK2,
+	"\\p{AFMoE_digits}":          splitDigitGroups,
+	"\\d{1,3}(?=(?:\\d{3})*\\b)": splitDigitGroups,
+	patNewlines:                  splitNewlines,
+}
+
+// preTokenizer is one row of the table: the tokenizer.ggml.pre values it
+// covers, how they split text, and the vocabulary settings llama.cpp ties
+// to them (FromGGUF applies those; New only reads rules and rawBytes).
+type preTokenizer struct {
+	names []string
+	rules []string
+	// rawBytes: pieces stay raw UTF-8 (tokens spell bytes as <0xXX>)
+	// instead of GPT-2's byte-to-character encoding.
+	rawBytes bool
+
+	ignoreMerges  bool
+	keepSpaces    bool // clean_up_tokenization_spaces off
+	addBOS        bool
+	addSEP        bool
+	escapeSpaces  bool
+	noBOS         bool // no BOS token unless the file names one
+	keepCase      bool // the whitespace model's normalizer does not lowercase
+	newlineTokens bool // a piece of newlines only is looked up whole (Gemma 4)
+}
+
+// preTokenizers is the table: every tokenizer.ggml.pre value llama.cpp
+// accepts for a BPE vocabulary, in its order.
+var preTokenizers = []preTokenizer{
+	{names: []string{"default"}, rules: []string{"[\\p{P}\\$\\+<=>\\^~\\|]+", patGPT2, patNumbers, patDigits3}},
+	{names: []string{"minicpm5"}, rules: []string{patNumber3,
+		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}+| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+		ignoreMerges: true},
+	{names: []string{"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
+		rules: []string{patLlama3}, ignoreMerges: true, addBOS: true},
+	{names: []string{"deepseek-llm"}, keepSpaces: true, rules: []string{
+		patNewline,
+		"\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+		"\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+		"\\s+$",
+		patCJK,
+		patNumbers,
+	}},
+	{names: []string{"deepseek-coder"}, keepSpaces: true, rules: []string{patNewline, "\\s?\\p{L}+", "\\s?\\p{P}+", patCJK, patNumber}},
+	{names: []string{"deepseek-v3", "hunyuan-dense", "hy_v4", "joyai-llm"}, keepSpaces: true,
+		rules: []string{patNumber3, patHanKana, patDeepSeekV3}},
+	{names: []string{"spark2_5"}, keepSpaces: true, rules: []string{patNumber3, patHanKana,
+		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+		patNumber}},
+	{names: []string{"youtu"}, keepSpaces: true, ignoreMerges: true, rules: []string{
+		"[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
+		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"falcon"}, rules: []string{"[\\p{P}\\$\\+<=>\\^~\\|`]+", patGPT2, patDigits3}},
+	{names: []string{"mpt"}, rules: []string{patGPT2}},
+	{names: []string{"starcoder"}, rules: []string{patNumber, patGPT2}},
+	{names: []string{"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert"},
+		rules: []string{patGPT2}},
+	{names: []string{"jais-2"}, rules: []string{patJais2}},
+	{names: []string{"gemma4", "granite-embed-multi-311m"}, rules: []string{patNewlines}, rawBytes: true, escapeSpaces: true, newlineTokens: true},
+	{names: []string{"sarvam-moe"}, rules: []string{patNewlines}, rawBytes: true, escapeSpaces: true, keepSpaces: true},
+	{names: []string{"jina-v1-en", "jina-v2-code", "roberta-bpe"}, rules: []string{patGPT2}, addSEP: true},
+	{names: []string{"whitespace"}, rules: []string{"\\S+"}, rawBytes: true, keepCase: true},
+	{names: []string{"refact"}, rules: []string{patNumber, patGPT2}},
+	{names: []string{"command-r"}, rules: []string{patNumber, patGPT2}, keepSpaces: true},
+	{names: []string{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"}, rules: []string{patQwen2}, keepSpaces: true},
+	{names: []string{"qwen35"}, rules: []string{patQwen35}, keepSpaces: true},
+	{names: []string{"stablelm2"}, rules: []string{patQwen2}},
+	{names: []string{"olmo"}, rules: []string{patGPT2}},
+	{names: []string{"dbrx"}, rules: []string{patLlama3}},
+	{names: []string{"smaug-bpe"}, rules: []string{patLlama3}},
+	{names: []string{"poro-chat"}, rules: []string{patPoro}, keepSpaces: true},
+	{names: []string{"glm4", "chatglm-bpe"}, rules: []string{patLlama3}, noBOS: true},
+	{names: []string{"viking"}, rules: []string{patPoro, patNumber}, keepSpaces: true},
+	{names: []string{"jais"}, rules: []string{patGPT2}},
+	{names: []string{"tekken"}, rules: []string{patTekken}, keepSpaces: true, ignoreMerges: true, addBOS: true},
+	{names: []string{"smollm"}, rules: []string{patNumber, patGPT2}, keepSpaces: true},
+	{names: []string{"codeshell"}, rules: []string{patNumber, patGPT2}},
+	{names: []string{"bloom"}, rules: []string{patPoro}},
+	{names: []string{"gpt3-finnish"}, rules: []string{patPoro}},
+	{names: []string{"exaone"}, rules: []string{patNumber, patGPT2}},
+	{names: []string{"exaone4"}, rules: []string{patGPT2}},
+	{names: []string{"exaone-moe"}, rules: []string{
+		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"chameleon"}, addBOS: true, keepSpaces: true, rules: []string{
+		"<sentinel:[0-9]+>",
+		"(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+		"([\\t\\n]|    |  )",
+		patNumber,
+		"[\\p{P}!-/:-@\\[-`{-~]",
+		patGPT2,
+	}},
+	{names: []string{"minerva-7b"}, rules: []string{patNumber, patGPT2}},
+	{names: []string{"megrez"}, rules: []string{patQwen2}},
+	{names: []string{"gpt-4o", "llama4", "kanana2", "talkie"}, rules: []string{patGPT4o}, keepSpaces: true},
+	{names: []string{"granite-embed-multi-97m"}, keepSpaces: true, ignoreMerges: true, rules: []string{
+		"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"tiny_aya", "cohere2moe"}, keepSpaces: true, rules: []string{"\\d{1,3}(?=(?:\\d{3})*\\b)", patUpperLowerCased}},
+	{names: []string{"superbpe"}, keepSpaces: true, rules: []string{patNumbers, "(?=(\\d{3})+(?!\\d))"}},
+	{names: []string{"trillion"}, rules: []string{patGPT2}, keepSpaces: true},
+	{names: []string{"granite-docling"}, rules: []string{patGPT2}, keepSpaces: true},
+	{names: []string{"bailingmoe", "bailingmoe2", "llada-moe"}, keepSpaces: true, rules: []string{
+		"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"seed-coder"}, keepSpaces: true, rules: []string{
+		"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"hunyuan"}, rules: []string{patQwen2}, keepSpaces: true},
+	{names: []string{"kimi-k2"}, rules: []string{"\\p{Han}+"}, keepSpaces: true},
+	{names: []string{"ufakzeka"}, keepSpaces: true, rules: []string{
+		"[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"grok-2"}, rules: []string{patQwen2}, keepSpaces: true},
+	{names: []string{"afmoe"}, keepSpaces: true, rules: []string{
+		"\\p{AFMoE_digits}",
+		"[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
+		"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+	}},
+	{names: []string{"laguna"}, rules: []string{patNewlines, patQwen2}, keepSpaces: true},
+	{names: []string{"minimax-m2"}, rules: []string{patGPT4o}, keepSpaces: true},
+	{names: []string{"solar-open"}, rules: []string{patQwen2}, keepSpaces: true},
+	{names: []string{"mellum2"}, rules: []string{patNumber, patGPT2}},
+}
+
+var preByName = func() map[string]*preTokenizer {
+	m := map[string]*preTokenizer{}
+	for i := range preTokenizers {
+		for _, n := range preTokenizers[i].names {
+			if _, dup := m[n]; dup {
+				panic("tokenizer: pre-tokenizer " + n + " listed twice")
+			}
+			m[n] = &preTokenizers[i]
+		}
+	}
+	return m
+}()
+
+// PreTokenizers returns every tokenizer.ggml.pre value this package knows,
+// sorted.
+func PreTokenizers() []string {
+	names := make([]string, 0, len(preByName))
+	for n := range preByName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func lookupPre(name string) (*preTokenizer, error) {
+	if name == "" {
+		name = "default"
+	}
+	if p, ok := preByName[name]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("tokenizer: %w %q (known: %s)", ErrUnknownPreTokenizer, name, strings.Join(PreTokenizers(), ", "))
+}
+
+// splitRule is a compiled pattern: a custom splitter or a regex.
+type splitRule struct {
+	custom func(t *splitText, start, end int, out []int32) []int32
+	re     *regex
+}
+
+var (
+	rulesMu    sync.Mutex
+	rulesCache = map[string]splitRule{}
+)
+
+func compileRule(pat string) (splitRule, error) {
+	rulesMu.Lock()
+	defer rulesMu.Unlock()
+	if r, ok := rulesCache[pat]; ok {
+		return r, nil
+	}
+	var r splitRule
+	if f, ok := customSplitters[pat]; ok {
+		r.custom = f
+	} else {
+		re, err := compileRegex(pat)
+		if err != nil {
+			return splitRule{}, err
+		}
+		r.re = re
+	}
+	rulesCache[pat] = r
+	return r, nil
+}
+
+// preSplit cuts the text into pieces (lengths in codepoints, appended to
+// out) by applying each rule to each piece the previous one left.
+func preSplit(t *splitText, rules []splitRule, buf []int32) []int32 {
+	cur := append(buf[:0], int32(len(t.cps)))
+	var next []int32
+	for _, r := range rules {
+		next = next[:0]
+		start := 0
+		for _, n := range cur {
+			end := start + int(n)
+			if r.custom != nil {
+				next = r.custom(t, start, end, next)
+			} else {
+				next = r.re.split(&t.m, t.syms, start, end, next)
+			}
+			start = end
+		}
+		cur, next = next, cur
+	}
+	return cur
+}
