@@ -48,7 +48,12 @@ func (r *renderer) line(format string, args ...any) {
 
 func (r *renderer) all() {
 	p := r.p
-	r.line("akunu plan format %d, min runtime %d", p.Header.Format, p.Header.MinRuntime)
+	// A plan built in memory has no versions yet: show what Encode writes.
+	format, minRT := p.Header.Format, p.Header.MinRuntime
+	if format == 0 {
+		format, minRT = FormatVersion, p.RequiredRuntime()
+	}
+	r.line("akunu plan format %d, min runtime %d", format, minRT)
 	flatten("header.", &p.Header, func(k, v string) { r.line("%s: %s", k, v) })
 	flatten("model.", &p.Model, func(k, v string) { r.line("%s: %s", k, v) })
 
