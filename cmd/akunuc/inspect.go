@@ -3,17 +3,21 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/compiler/modelinfo"
+	"github.com/akunu-dev/akunu/compiler/planinfo"
+	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
 )
 
 func init() {
 	register(command{
 		name:    "inspect",
-		summary: "describe a GGUF model: architecture, hyperparameters, tokenizer, tensors",
-		usage:   "MODEL.gguf [--json]",
+		summary: "describe a GGUF model or a compiled plan",
+		usage:   "MODEL.gguf|PLAN.plan [--json] [--summary]",
 		run:     runInspect,
 	})
 }
@@ -22,26 +26,70 @@ func runInspect(ctx *cli, args []string) error {
 	c := commands["inspect"]
 	fs := newFlags(ctx, c)
 	asJSON := fs.Bool("json", false, "print one JSON object (fields: docs/inspect.md)")
+	summary := fs.Bool("summary", false, "plans: list programs without their commands")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, len(pos))
+		return fmt.Errorf("%w: want one model or plan file, got %d arguments", errUsage, len(pos))
 	}
-	f, err := gguf.Open(pos[0])
+	path := pos[0]
+	isPlan, err := sniffPlan(path)
 	if err != nil {
 		return err
 	}
-	reg, err := specs.Builtin()
-	if err != nil {
-		return err
+	var report interface {
+		text(w io.Writer) error
 	}
-	r := modelinfo.Describe(pos[0], f, reg)
+	var value any
+	if isPlan {
+		p, err := plans.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		r := planinfo.Describe(path, p)
+		value, report = r, planText{r, !*summary}
+	} else {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return err
+		}
+		reg, err := specs.Builtin()
+		if err != nil {
+			return err
+		}
+		r := modelinfo.Describe(path, f, reg)
+		value, report = r, modelText{r}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(ctx.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return enc.Encode(value)
 	}
-	return r.WriteText(ctx.stdout)
+	return report.text(ctx.stdout)
+}
+
+type planText struct {
+	r        *planinfo.Report
+	commands bool
+}
+
+func (p planText) text(w io.Writer) error { return p.r.WriteText(w, p.commands) }
+
+type modelText struct{ r *modelinfo.Report }
+
+func (m modelText) text(w io.Writer) error { return m.r.WriteText(w) }
+
+// sniffPlan reports whether path starts with the plan magic (anything else
+// is read as GGUF, whose reader says what is wrong with it).
+func sniffPlan(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	head := make([]byte, len(plans.Magic))
+	n, _ := io.ReadFull(f, head)
+	return string(head[:n]) == plans.Magic, nil
 }

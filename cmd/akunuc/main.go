@@ -77,8 +77,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &ex) {
 			return ex.code
 		}
+		code := 1
+		var ee errorExit
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
 		fmt.Fprintf(stderr, "akunuc %s: %v\n", c.name, err)
-		return 1
+		return code
 	}
 }
 
@@ -87,6 +92,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// errorExit is an error printed as usual but ending the process with a
+// status other than 1 (diff exits 2 on errors, 1 meaning "different").
+type errorExit struct {
+	err  error
+	code int
+}
+
+func (e errorExit) Error() string { return e.err.Error() }
+func (e errorExit) Unwrap() error { return e.err }
 
 func overview(w io.Writer) {
 	fmt.Fprintln(w, "akunuc compiles GGUF models into dispatch plans for Apple GPUs and CPUs.")
