@@ -98,7 +98,7 @@ func (ip *interp) callMacro(off int, mv *macroVal, args []any, kw []kwVal, calle
 	var varargs []any
 	for i, a := range args {
 		if i < len(m.params) {
-			sc.vars[m.params[i].name] = a
+			sc.set(m.params[i].name, a)
 			set[i] = true
 		} else {
 			varargs = append(varargs, a)
@@ -116,7 +116,7 @@ func (ip *interp) callMacro(off int, mv *macroVal, args []any, kw []kwVal, calle
 		case i >= 0 && set[i]:
 			fail(off, ErrRender, "macro '%s' got multiple values for argument '%s'", m.name, k.name)
 		case i >= 0:
-			sc.vars[k.name] = k.v
+			sc.set(k.name, k.v)
 			set[i] = true
 		case k.name == "caller":
 			caller = k.v
@@ -129,18 +129,18 @@ func (ip *interp) callMacro(off int, mv *macroVal, args []any, kw []kwVal, calle
 			continue
 		}
 		if p.def != nil {
-			sc.vars[p.name] = ip.eval(p.def, sc)
+			sc.set(p.name, ip.eval(p.def, sc))
 		} else {
-			sc.vars[p.name] = &undef{hint: "parameter '" + p.name + "' was not provided"}
+			sc.set(p.name, &undef{hint: "parameter '" + p.name + "' was not provided"})
 		}
 	}
 	if varargs == nil {
 		varargs = []any{}
 	}
-	sc.vars["varargs"] = tuple(varargs)
-	sc.vars["kwargs"] = kwargs
+	sc.set("varargs", tuple(varargs))
+	sc.set("kwargs", kwargs)
 	if caller != nil {
-		sc.vars["caller"] = caller
+		sc.set("caller", caller)
 	}
 	return ip.capture(m.body, sc)
 }

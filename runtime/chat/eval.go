@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"strconv"
 	"strings"
 	"time"
 )
@@ -13,18 +12,57 @@ import (
 // only a namespace carries state out.
 
 type scope struct {
-	vars   map[string]any
+	names  []string
+	vals   []any
+	index  map[string]int // once a scope holds many names
 	parent *scope
+	kept   bool // a macro closed over it: it must outlive its loop iteration
+	n      [3]string // inline room for a loop iteration's few names
+	v      [3]any
 }
 
 func newScope(parent *scope) *scope {
-	return &scope{vars: make(map[string]any, 4), parent: parent}
+	s := &scope{parent: parent}
+	s.names, s.vals = s.n[:0], s.v[:0]
+	return s
+}
+
+func (s *scope) find(name string) int {
+	if s.index != nil {
+		if i, ok := s.index[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, n := range s.names {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *scope) set(name string, v any) {
+	if i := s.find(name); i >= 0 {
+		s.vals[i] = v
+		return
+	}
+	s.names = append(s.names, name)
+	s.vals = append(s.vals, v)
+	if s.index != nil {
+		s.index[name] = len(s.names) - 1
+	} else if len(s.names) > 8 {
+		s.index = make(map[string]int, 16)
+		for i, n := range s.names {
+			s.index[n] = i
+		}
+	}
 }
 
 func (s *scope) lookup(name string) (any, bool) {
 	for c := s; c != nil; c = c.parent {
-		if v, ok := c.vars[name]; ok {
-			return v, true
+		if i := c.find(name); i >= 0 {
+			return c.vals[i], true
 		}
 	}
 	return nil, false
@@ -143,7 +181,8 @@ func (ip *interp) execOne(s stmt, sc *scope) flow {
 		}
 		ip.assign(s.off, s.target, v, sc)
 	case *macroStmt:
-		sc.vars[s.name] = &macroVal{m: s, scope: sc}
+		sc.kept = true
+		sc.set(s.name, &macroVal{m: s, scope: sc})
 	case *callBlockStmt:
 		ip.step(s.off)
 		fn := ip.eval(s.call.fn, sc)
@@ -151,6 +190,7 @@ func (ip *interp) execOne(s stmt, sc *scope) flow {
 		if !ok {
 			fail(s.call.off, ErrRender, "{%% call %%} needs a macro, got '%s'", typeName(fn))
 		}
+		sc.kept = true
 		caller := &macroVal{m: &macroStmt{off: s.off, name: "caller", params: s.params, body: s.body}, scope: sc}
 		args, kw := ip.evalArgs(s.call.args, s.call.kw, s.call.star, s.call.dstr, sc)
 		ip.write(s.off, ip.callMacro(s.call.off, m, args, kw, caller))
@@ -164,7 +204,7 @@ func (ip *interp) execOne(s stmt, sc *scope) flow {
 	case *withStmt:
 		inner := newScope(sc)
 		for i, n := range s.names {
-			inner.vars[n] = ip.eval(s.values[i], sc)
+			inner.set(n, ip.eval(s.values[i], sc))
 		}
 		return ip.exec(s.body, inner)
 	case *breakStmt:
@@ -195,11 +235,19 @@ func (ip *interp) forLoop(s *forStmt, sc *scope) {
 		return
 	}
 	lo := &loopObj{length: len(items), items: items}
+	var isc *scope
 	for i, it := range items {
 		ip.step(s.off)
-		isc := newScope(sc)
+		// Each iteration starts from a fresh scope; the last one's is
+		// reused unless a macro kept it, which saves an allocation per turn.
+		if isc == nil || isc.kept || isc.index != nil {
+			isc = newScope(sc)
+		} else {
+			clear(isc.vals)
+			isc.names, isc.vals = isc.names[:0], isc.vals[:0]
+		}
 		lo.index0 = i
-		isc.vars["loop"] = lo
+		isc.set("loop", lo)
 		ip.assign(s.off, s.target, it, isc)
 		if ip.exec(s.body, isc) == flowBreak {
 			break
@@ -218,7 +266,7 @@ func (ip *interp) assign(off int, t assignTarget, v any, sc *scope) {
 		return
 	}
 	if !t.tuple {
-		sc.vars[t.names[0]] = v
+		sc.set(t.names[0], v)
 		return
 	}
 	items := ip.iterate(off, v)
@@ -229,7 +277,7 @@ func (ip *interp) assign(off int, t assignTarget, v any, sc *scope) {
 		fail(off, ErrRender, "too many values to unpack (expected %d)", len(t.names))
 	}
 	for i, n := range t.names {
-		sc.vars[n] = items[i]
+		sc.set(n, items[i])
 	}
 }
 
@@ -542,11 +590,7 @@ func (ip *interp) getitem(off int, obj any, key any) any {
 		}
 	}
 	if s, ok := key.(string); ok {
-		if _, isDict := obj.(*dict); !isDict {
-			if m := method(obj, s); m != nil {
-				return m
-			}
-		} else if m := method(obj, s); m != nil {
+		if m := method(obj, s); m != nil {
 			return m
 		}
 		return &undef{name: s, obj: obj, hasObj: true}
@@ -703,5 +747,3 @@ func (ip *interp) operandCheck(off int, vs ...any) {
 		}
 	}
 }
-
-var _ = strconv.Itoa

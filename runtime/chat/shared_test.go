@@ -156,3 +156,8 @@ func tokensFor(model string) (bos, eos string, ok bool) {
 	}
 	return "", "", false
 }
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
