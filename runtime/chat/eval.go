@@ -16,7 +16,7 @@ type scope struct {
 	vals   []any
 	index  map[string]int // once a scope holds many names
 	parent *scope
-	kept   bool // a macro closed over it: it must outlive its loop iteration
+	kept   bool      // a macro closed over it: it must outlive its loop iteration
 	n      [3]string // inline room for a loop iteration's few names
 	v      [3]any
 }
