@@ -70,45 +70,55 @@ func (v *validator) stepMax(pr *Program, k PatchKind) uint64 {
 	return 0
 }
 
+// cmdAt locates a command in messages: "decode[57] L6.attn.flash". It is
+// formatted only when a problem is reported, so validating a large plan
+// formats nothing.
+type cmdAt struct {
+	prog  string
+	i     int
+	label string
+}
+
+func (c *cmdAt) String() string { return fmt.Sprintf("%s[%d] %s", c.prog, c.i, c.label) }
+
 func (v *validator) command(pr *Program, j int) {
 	p := v.p
 	c := &pr.Commands[j]
-	where := fmt.Sprintf("%s[%d] %s", pr.Name, j, c.Label)
-	v.name(where+": label", c.Label)
+	at := &cmdAt{pr.Name, j, c.Label}
+	if c.Label == "" || len(c.Label) > MaxNameBytes {
+		v.add("%s: label: %d bytes; a label has 1 to %d", at, len(c.Label), MaxNameBytes)
+	}
 	if len(c.Rule) > MaxNameBytes {
-		v.add("%s: rule of %d bytes", where, len(c.Rule))
+		v.add("%s: rule of %d bytes", at, len(c.Rule))
 	}
 	if int(c.Pipeline) >= len(p.Pipelines) {
-		v.add("%s: pipeline %d of %d", where, c.Pipeline, len(p.Pipelines))
+		v.add("%s: pipeline %d of %d", at, c.Pipeline, len(p.Pipelines))
 	}
-	for d := range 3 {
-		if c.Grid[d] == 0 {
-			v.add("%s: grid %v has a zero dimension", where, c.Grid)
-			break
-		}
+	if c.Grid[0] == 0 || c.Grid[1] == 0 || c.Grid[2] == 0 {
+		v.add("%s: grid %v has a zero dimension", at, c.Grid)
 	}
 	threads := uint64(1)
 	for _, t := range c.Threadgroup {
 		threads *= uint64(t) // ≤ 1024 × 2^32: the loop stops once it passes 1024
 		if t == 0 || threads > MaxThreadsPerGroup {
-			v.add("%s: threadgroup %v: each dimension ≥ 1, at most %d threads in all", where, c.Threadgroup, MaxThreadsPerGroup)
+			v.add("%s: threadgroup %v: each dimension ≥ 1, at most %d threads in all", at, c.Threadgroup, MaxThreadsPerGroup)
 			break
 		}
 	}
 	if c.ThreadgroupMemory > MaxThreadgroupMemory {
-		v.add("%s: %d bytes of threadgroup memory, more than %d", where, c.ThreadgroupMemory, MaxThreadgroupMemory)
+		v.add("%s: %d bytes of threadgroup memory, more than %d", at, c.ThreadgroupMemory, MaxThreadgroupMemory)
 	}
 	if len(c.Params) > MaxParamBytes {
-		v.add("%s: %d parameter bytes, more than %d", where, len(c.Params), MaxParamBytes)
+		v.add("%s: %d parameter bytes, more than %d", at, len(c.Params), MaxParamBytes)
 	}
 	if len(c.Params) > 0 && c.ParamsSlot > MaxSlot {
-		v.add("%s: parameter slot %d, the highest is %d", where, c.ParamsSlot, MaxSlot)
+		v.add("%s: parameter slot %d, the highest is %d", at, c.ParamsSlot, MaxSlot)
 	}
 	if len(c.Params) == 0 && c.ParamsSlot != 0 {
-		v.add("%s: parameter slot %d but no parameters", where, c.ParamsSlot)
+		v.add("%s: parameter slot %d but no parameters", at, c.ParamsSlot)
 	}
 	if len(c.Bindings) > MaxBindings {
-		v.add("%s: %d bindings, more than %d", where, len(c.Bindings), MaxBindings)
+		v.add("%s: %d bindings, more than %d", at, len(c.Bindings), MaxBindings)
 		return
 	}
 	var slots [MaxSlot + 1]bool
@@ -116,37 +126,45 @@ func (v *validator) command(pr *Program, j int) {
 		slots[c.ParamsSlot] = true
 	}
 	for _, b := range c.Bindings {
-		bw := fmt.Sprintf("%s: binding slot %d", where, b.Slot)
 		if b.Slot > MaxSlot {
-			v.add("%s: the highest slot is %d", bw, MaxSlot)
+			v.add("%s: binding slot %d: the highest slot is %d", at, b.Slot, MaxSlot)
 		} else if slots[b.Slot] {
-			v.add("%s: slot bound twice", bw)
+			v.add("%s: binding slot %d: slot bound twice", at, b.Slot)
 		} else {
 			slots[b.Slot] = true
 		}
 		if int(b.Buffer) >= len(p.Buffers) {
-			v.add("%s: buffer %d of %d", bw, b.Buffer, len(p.Buffers))
+			v.add("%s: binding slot %d: buffer %d of %d", at, b.Slot, b.Buffer, len(p.Buffers))
 			continue
 		}
 		buf := &p.Buffers[b.Buffer]
 		end, carry := bits.Add64(b.Offset, b.Length, 0)
 		switch {
 		case b.Offset >= buf.Size:
-			v.add("%s: offset %d is past the end of buffer %q (%d bytes)", bw, b.Offset, buf.Name, buf.Size)
+			v.add("%s: binding slot %d: offset %d is past the end of buffer %q (%d bytes)", at, b.Slot, b.Offset, buf.Name, buf.Size)
 		case carry != 0 || end > buf.Size:
-			v.add("%s: offset %d + %d bytes exceeds buffer %q (%d bytes)", bw, b.Offset, b.Length, buf.Name, buf.Size)
+			v.add("%s: binding slot %d: offset %d + %d bytes exceeds buffer %q (%d bytes)", at, b.Slot, b.Offset, b.Length, buf.Name, buf.Size)
 		}
 	}
 	if len(c.Patches) > MaxPatches {
-		v.add("%s: %d patches, more than %d", where, len(c.Patches), MaxPatches)
+		v.add("%s: %d patches, more than %d", at, len(c.Patches), MaxPatches)
 		return
 	}
 	for k, pt := range c.Patches {
-		v.patch(pr, c, fmt.Sprintf("%s: patch %d (%s)", where, k, pt.Kind), pt)
+		v.patch(pr, c, patchAt{at, k, pt.Kind}, pt)
 	}
 }
 
-func (v *validator) patch(pr *Program, c *Command, where string, pt Patch) {
+// patchAt locates a patch: "decode[4] L0.attn.flash: patch 0 (kv_length)".
+type patchAt struct {
+	cmd  *cmdAt
+	k    int
+	kind PatchKind
+}
+
+func (p patchAt) String() string { return fmt.Sprintf("%s: patch %d (%s)", p.cmd, p.k, p.kind) }
+
+func (v *validator) patch(pr *Program, c *Command, where patchAt, pt Patch) {
 	if pt.Kind == 0 || pt.Kind >= patchKindEnd {
 		v.add("%s: unknown patch kind; this runtime knows %d", where, patchKindEnd-1)
 		return

@@ -93,7 +93,7 @@ func TestValidate(t *testing.T) {
 		{"a parameter slot without parameters", func(p *Plan) { cmd(p, "decode", 4).Params = nil; cmd(p, "decode", 4).Patches = nil },
 			"decode[4] L0.attn.flash: parameter slot 4 but no parameters"},
 		{"an empty label", func(p *Plan) { cmd(p, "decode", 4).Label = "" },
-			"decode[4] : label: empty"},
+			"decode[4] : label: 0 bytes; a label has 1 to 256"},
 		// Programs.
 		{"no decode program", func(p *Plan) { p.Programs[0].Name = "embed" }, `programs: no "decode" program`},
 		{"two programs of one name", func(p *Plan) { p.Programs[1].Name = "decode" },

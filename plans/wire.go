@@ -206,6 +206,7 @@ func (e *encoder) value(ptr any) {
 // decoder reads a body that passed the checksum; it still treats it as
 // hostile (a plan is a file a user was handed).
 type decoder struct {
+	body    []byte
 	r       *bytes.Reader
 	m       *msgpack.Decoder
 	size    int
@@ -216,7 +217,7 @@ func newDecoder(body []byte, version uint32) *decoder {
 	r := bytes.NewReader(body)
 	// bytes.Reader is an io.ByteScanner, so the msgpack decoder reads it
 	// directly, without a buffer of its own: r.Len() is what remains.
-	return &decoder{r: r, m: msgpack.NewDecoder(r), size: len(body), version: version}
+	return &decoder{body: body, r: r, m: msgpack.NewDecoder(r), size: len(body), version: version}
 }
 
 func (d *decoder) remaining() int { return d.r.Len() }
@@ -339,20 +340,31 @@ func (d *decoder) rawLen(str bool, max int) (int, error) {
 	return n, nil
 }
 
-func (d *decoder) raw(str bool, max int) ([]byte, error) {
+// span reads a str or bin header and returns its bytes, aliasing the body.
+func (d *decoder) span(str bool, max int) ([]byte, error) {
 	n, err := d.rawLen(str, max)
-	if err != nil || n == 0 {
+	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(d.r, b); err != nil {
+	off := d.size - d.r.Len()
+	if _, err := d.r.Seek(int64(n), io.SeekCurrent); err != nil {
 		return nil, d.lib(err)
 	}
-	return b, nil
+	return d.body[off : off+n], nil
 }
 
+// raw reads a bin (or, with str, a str) into a new slice; empty is nil.
+func (d *decoder) raw(str bool, max int) ([]byte, error) {
+	b, err := d.span(str, max)
+	if err != nil || len(b) == 0 {
+		return nil, err
+	}
+	return bytes.Clone(b), nil
+}
+
+// str reads a string with one allocation, straight from the body.
 func (d *decoder) str() (string, error) {
-	b, err := d.raw(true, MaxPlanBytes)
+	b, err := d.span(true, MaxPlanBytes)
 	return string(b), err
 }
 
