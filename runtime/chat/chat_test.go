@@ -159,3 +159,13 @@ func TestTemplatesAreSafeToShare(t *testing.T) {
 		}
 	}
 }
+
+func TestGenerationBlocksRenderTheirBody(t *testing.T) {
+	// Hugging Face's AssistantTracker extension marks assistant text for
+	// training masks with {% generation %}; for a prompt it is plain text.
+	got, err := render(t, "{% for m in messages %}{% generation %}{{ m.content }}{% endgeneration %}|{% endfor %}",
+		Context{Messages: []Message{{Role: "assistant", Content: "a"}, {Role: "assistant", Content: "b"}}})
+	if err != nil || got != "a|b|" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}

@@ -274,6 +274,7 @@ func fLast(ip *interp, off int, v any, args []any, kw []kwVal) any {
 func fFloat(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	a := bindArgs(off, "float", args, kw, "default")
 	def := argOr(a[0], 0.0)
+	ip.operandCheck(off, v) // float(Undefined) fails in Jinja too
 	switch x := v.(type) {
 	case bool, int64, float64:
 		return toFloat(x)
@@ -290,6 +291,7 @@ func fFloat(ip *interp, off int, v any, args []any, kw []kwVal) any {
 func fInt(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	a := bindArgs(off, "int", args, kw, "default", "base")
 	def := argOr(a[0], int64(0))
+	ip.operandCheck(off, v) // int(Undefined) fails in Jinja too
 	switch x := v.(type) {
 	case bool:
 		return boolInt(x)
