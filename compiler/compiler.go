@@ -1,0 +1,195 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+// Version is the compiler's version, recorded in every plan's header. Bump
+// it when the compiler emits different commands for the same inputs.
+const Version = "0.1.0"
+
+// DefaultCtx caps the plan's context when Options.Ctx is 0: the model's
+// training context, but no more than this.
+const DefaultCtx = 4096
+
+// Options say how to compile.
+type Options struct {
+	// Chip is the target: chips.Resolve("m4-pro", 0), chips.Detect().
+	Chip chips.Profile
+	// Ctx is the plan's maximum context (KV cache positions); 0 means
+	// min(ctx_train, DefaultCtx).
+	Ctx int
+	// Verbose, when set, receives one line per pass: its name, its time and
+	// a one-line summary.
+	Verbose io.Writer
+}
+
+// Errors callers can test with errors.Is. Spec errors (specs.ErrUnknownArch,
+// specs.ErrMissingTensor, ...) and kernels.ErrNoKernel are wrapped as they
+// come.
+var (
+	// ErrUnsupported: the model needs something no kernel or rule provides.
+	ErrUnsupported = errors.New("unsupported")
+	// ErrOptions: the options cannot make a plan (a context of 0 positions).
+	ErrOptions = errors.New("bad options")
+)
+
+// Compile opens the GGUF file at modelPath (its header only) and compiles it.
+func Compile(modelPath string, o Options) (*plans.Plan, error) {
+	f, err := gguf.Open(modelPath)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	return CompileFile(f, filepath.Base(modelPath), o)
+}
+
+// CompileFile compiles a parsed GGUF header; fileName is recorded in the
+// plan (its base name, for messages).
+func CompileFile(f *gguf.File, fileName string, o Options) (*plans.Plan, error) {
+	s := &state{file: f, fileName: filepath.Base(fileName), opts: o}
+	if err := run(s, o.Verbose); err != nil {
+		return nil, err
+	}
+	return s.plan, nil
+}
+
+// state is what the passes share: their inputs, and what each leaves for
+// the next. Every pass reads fields earlier passes set and sets its own.
+type state struct {
+	// inputs
+	file     *gguf.File
+	fileName string
+	opts     Options
+
+	// lower
+	arch    *specs.Arch
+	hp      *specs.HParams
+	prog    *specs.Program
+	tuning  chips.Tuning
+	act     dtype.Type // activation dtype: F16 (GPU) or F32 (CPU)
+	ctx     int        // the plan's maximum context
+	tensors map[string]*gguf.TensorInfo
+	graphs  []*Graph // one per program form (forms)
+
+	// layout, buffers, emit
+	plan    *plans.Plan
+	weights map[string]uint32 // weight buffer index by tensor name
+	derived map[string]uint32 // derived buffer index by buffer name
+	scratch *scratchPlan
+	buckets []int
+}
+
+// pass is one entry of the pass table.
+type pass struct {
+	name     string
+	fn       func(*state) (summary string, err error)
+	required bool
+	doc      string
+}
+
+// passes is THE pass table: the driver runs it top to bottom. A pass that
+// is not required may be skipped (tests do, to look at an earlier form).
+var passes = []pass{
+	{"lower", lowerPass, true, "GGUF header + arch spec + chip → graph IR, one graph per program form"},
+	{"fuse", fusePass, true, "apply fusion.rules, first match wins, to a fixpoint"},
+	{"check", checkPass, false, "verify the IR: every value defined before use, no dead node left"},
+	{"layout", layoutPass, true, "weight buffers into the file; derived (concat_rows) buffers of fused weights"},
+	{"select", selectPass, true, "a catalog kernel per node and program, by dtype, shape and tuning"},
+	{"buffers", bufferPass, true, "scratch (ping-pong by liveness), KV per layer, io buffers, exact sizes"},
+	{"emit", emitPass, true, "commands, bindings, params, geometry, patches; header and model"},
+	{"validate", validatePass, true, "plans.Validate"},
+}
+
+// passOrder lists the ordering constraints the table must keep, as the Go
+// compiler's passOrder does: a before b. Checked at start-up.
+var passOrder = [...]struct{ a, b string }{
+	{"lower", "fuse"},
+	{"fuse", "check"},
+	{"fuse", "layout"}, // derived buffers exist for fused weights only
+	{"layout", "select"},
+	{"select", "buffers"}, // the parallel attention's scratch depends on the kernel
+	{"buffers", "emit"},
+	{"emit", "validate"},
+}
+
+func init() {
+	if err := checkPassOrder(passes); err != nil {
+		panic(err)
+	}
+}
+
+// checkPassOrder holds the table to passOrder: both passes present, in
+// order, and no pass listed twice.
+func checkPassOrder(ps []pass) error {
+	at := map[string]int{}
+	for i, p := range ps {
+		if _, dup := at[p.name]; dup {
+			return fmt.Errorf("compiler: pass %q listed twice", p.name)
+		}
+		at[p.name] = i
+	}
+	for _, o := range passOrder {
+		a, okA := at[o.a]
+		b, okB := at[o.b]
+		if !okA || !okB {
+			return fmt.Errorf("compiler: pass order %s before %s names a pass the table lacks", o.a, o.b)
+		}
+		if a >= b {
+			return fmt.Errorf("compiler: pass %s must run before %s", o.a, o.b)
+		}
+	}
+	return nil
+}
+
+// PassInfo describes one pass, for docs and `akunuc compile -v`.
+type PassInfo struct {
+	Name     string
+	Required bool
+	Doc      string
+}
+
+// Passes returns the pass table, in the order the passes run.
+func Passes() []PassInfo {
+	out := make([]PassInfo, len(passes))
+	for i, p := range passes {
+		out[i] = PassInfo{p.name, p.required, p.doc}
+	}
+	return out
+}
+
+// run is the driver: every pass in order, timed, each failure wrapped with
+// "compile: ".
+func run(s *state, verbose io.Writer) error {
+	return runPasses(s, verbose, nil)
+}
+
+// runPasses runs the table, skipping the optional passes skip names.
+func runPasses(s *state, verbose io.Writer, skip map[string]bool) error {
+	for _, p := range passes {
+		if skip[p.name] {
+			if p.required {
+				return fmt.Errorf("compile: pass %s is required", p.name)
+			}
+			continue
+		}
+		t0 := time.Now()
+		summary, err := p.fn(s)
+		if err != nil {
+			return fmt.Errorf("compile: %w", err)
+		}
+		if verbose != nil {
+			fmt.Fprintf(verbose, "%-9s %9s  %s\n", p.name, time.Since(t0).Round(time.Microsecond), summary)
+		}
+	}
+	return nil
+}

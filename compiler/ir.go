@@ -1,0 +1,331 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/akunu-dev/akunu/specs"
+)
+
+// The graph IR: one graph per program form, each a flat list of nodes in
+// the order they run, over a flat list of values, everything referred to by
+// integer id. Nodes are a sealed sum type (the unexported marker method):
+// the passes switch over the closed set below.
+
+// ValueID indexes Graph.Values.
+type ValueID = specs.ValueID
+
+// Form is the shape of the programs a graph is emitted for.
+type Form uint8
+
+const (
+	// FormDecode: one token, ending in argmax into the next token slot.
+	FormDecode Form = iota
+	// FormSampled: one token, Gumbel-max sampling before argmax.
+	FormSampled
+	// FormBatch: a prefill batch of N rows (N fixed per program), the last
+	// row's logits only.
+	FormBatch
+)
+
+func (f Form) String() string { return [...]string{"decode", "sampled", "batch"}[f] }
+
+// Value is one activation: Width elements per row.
+type Value struct {
+	Name  string // the spec's name ("x", "q"), or "" for an unnamed result
+	Width int
+	Layer int // -1 outside the layers
+	// One: the value has one row even in a batch graph (after last_row).
+	One bool
+}
+
+// Graph is a model's forward pass in one form.
+type Graph struct {
+	Form   Form
+	Values []Value
+	Nodes  []Node
+	// Layers is the number of transformer layers; a node's Layer is -1 in
+	// the prologue and epilogue.
+	Layers int
+}
+
+// Base holds what every node has.
+type Base struct {
+	Layer int
+	// Label names the node in the plan: "L3.attn.qkv", "embed", "logits".
+	Label string
+	// Rule is the fusion or lowering rule that made the node,
+	// "fusion.rules:12 qkv_concat", or "" when lowered one to one.
+	Rule    string
+	In, Out []ValueID
+	// fired: the rules (by index) that already fired with this node as
+	// their root, so that a rule that keeps its root (group, concat) does
+	// not fire on it again.
+	fired uint64
+}
+
+func (b *Base) base() *Base { return b }
+
+// Node is a node of the graph IR: one of the types below.
+type Node interface {
+	base() *Base
+	// Kind is the op's name in fusion.rules: "matmul", "residual_rmsnorm".
+	Kind() string
+	node()
+}
+
+// Embed looks up the current tokens' rows of Table, times Scale (1: none).
+type Embed struct {
+	Base
+	Table string
+	Scale float64
+}
+
+// Norm is rmsnorm or layernorm of In[0]; with Residual, In = [d, x]: x += d
+// in place, then Out = [x, norm(x)].
+type Norm struct {
+	Base
+	LN       bool // LayerNorm rather than RMSNorm
+	Residual bool
+	Weight   string
+	Bias     string
+	Eps      float64
+}
+
+// HeadNorm is an RMSNorm of each head of In[0], one weight for all heads.
+type HeadNorm struct {
+	Base
+	Weight  string
+	Eps     float64
+	Heads   int
+	HeadDim int
+}
+
+// MatMul multiplies In[0] by one weight, or by several whose rows are
+// concatenated (Concat: one derived weight, one output per source, side by
+// side in one row). With SiLU, In = [gate, up] and the input is
+// silu(gate)·up, computed by the kernel.
+type MatMul struct {
+	Base
+	Weights []string // tensor names; more than one only when Concat
+	Biases  []string // empty, or one per weight
+	Ns      []int    // output rows per weight
+	K       int
+	Concat  bool
+	SiLU    bool
+}
+
+// N is the total output rows.
+func (m *MatMul) N() int {
+	n := 0
+	for _, x := range m.Ns {
+		n += x
+	}
+	return n
+}
+
+// Elementwise ops, by their names in fusion.rules.
+const (
+	EwAdd      = "add"
+	EwMul      = "mul"
+	EwScale    = "scale"
+	EwSiLU     = "silu"
+	EwGELU     = "gelu"
+	EwSoftcap  = "softcap"
+	EwBiasAdd  = "bias_add"
+	EwSiLUGate = "silu_gate"
+	EwGELUGate = "gelu_gate"
+)
+
+// Elementwise is an op over rows: binary (add, mul, the gates: In has two
+// values), unary (scale, silu, gelu, softcap), or bias_add (In[0] + Bias).
+type Elementwise struct {
+	Base
+	Op    string
+	Alpha float64 // scale: the factor; softcap: the cap
+	Bias  string  // bias_add: the tensor
+}
+
+// RopeArgs are the rotary embedding's parameters, as the spec gave them.
+type RopeArgs struct {
+	Style       specs.RopeStyle
+	Base        float64
+	FreqScale   float64
+	Dim         int
+	Factors     string
+	LongFactors string
+}
+
+// Rope rotates each head of In[0] by its position.
+type Rope struct {
+	Base
+	RopeArgs
+	Heads   int
+	HeadDim int
+}
+
+// Attention attends In[0] (q) over its layer's KV cache. Before fusion In
+// is [q, k, v] and k, v must still be written to the cache; once a rule has
+// fused the write (RopeKV), Cached is set and In is [q].
+type Attention struct {
+	Base
+	Heads, KVHeads    int
+	HeadDim, HeadDimV int
+	Scale, Softcap    float64
+	Window            int
+	KVLayer           int
+	Cached            bool
+}
+
+// RopeKV rotates q (In[0]) and k (In[1]), writes k and v (In[2]) into the
+// KV cache of KVLayer and the rotated q to Out[0]; with QNorm and KNorm it
+// first RMS-normalizes each head of q and k.
+type RopeKV struct {
+	Base
+	RopeArgs
+	Heads, KVHeads    int
+	HeadDim, HeadDimV int
+	KVLayer           int
+	QNorm, KNorm      string
+	Eps               float64
+}
+
+// Split gives consecutive slices of In[0]: views, no command.
+type Split struct {
+	Base
+	Sizes []int
+}
+
+// Tail ops end a program.
+const (
+	TailLastRow = "last_row" // Out[0] = the last row of In[0] (prefill)
+	TailToHost  = "to_host"  // the logits, F32, into the io buffer the host reads
+	TailSample  = "sample"   // Gumbel-max noise on the logits, in place
+	TailArgmax  = "argmax"   // the next token id into the token slot
+)
+
+// Tail is one of the ops that end a program.
+type Tail struct {
+	Base
+	Op string
+}
+
+func (*Embed) node()       {}
+func (*Norm) node()        {}
+func (*HeadNorm) node()    {}
+func (*MatMul) node()      {}
+func (*Elementwise) node() {}
+func (*Rope) node()        {}
+func (*Attention) node()   {}
+func (*RopeKV) node()      {}
+func (*Split) node()       {}
+func (*Tail) node()        {}
+
+func (*Embed) Kind() string    { return "embedding" }
+func (*HeadNorm) Kind() string { return "head_rmsnorm" }
+func (*Rope) Kind() string     { return "rope" }
+func (*RopeKV) Kind() string   { return "rope_kv_write" }
+func (*Split) Kind() string    { return "split" }
+func (*Attention) Kind() string {
+	return "attention"
+}
+func (n *Elementwise) Kind() string { return n.Op }
+func (n *Tail) Kind() string        { return n.Op }
+func (n *Norm) Kind() string {
+	k := "rmsnorm"
+	if n.LN {
+		k = "layernorm"
+	}
+	if n.Residual {
+		k = "residual_" + k
+	}
+	return k
+}
+func (n *MatMul) Kind() string {
+	if n.SiLU {
+		return "matmul_silu"
+	}
+	return "matmul"
+}
+
+// nodeKinds are the kinds a rule may name.
+var nodeKinds = []string{
+	"embedding", "rmsnorm", "layernorm", "residual_rmsnorm", "residual_layernorm", "head_rmsnorm",
+	"matmul", "matmul_silu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
+	"rope", "rope_kv_write", "attention", "split", TailLastRow, TailToHost, TailSample, TailArgmax,
+}
+
+// String renders a node on one line, for tests and -v dumps:
+// "L0.attn.qkv = matmul(%1) [blk.0.attn_q.weight+...] -> %2 %3".
+func (g *Graph) String() string {
+	var b strings.Builder
+	for _, n := range g.Nodes {
+		nb := n.base()
+		fmt.Fprintf(&b, "%s = %s(", nb.Label, n.Kind())
+		for i, v := range nb.In {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%%%d", v)
+		}
+		b.WriteString(")")
+		if m, ok := n.(*MatMul); ok {
+			fmt.Fprintf(&b, " [%s]", strings.Join(m.Weights, "+"))
+		}
+		if len(nb.Out) > 0 {
+			b.WriteString(" ->")
+			for _, v := range nb.Out {
+				fmt.Fprintf(&b, " %%%d", v)
+			}
+		}
+		if nb.Rule != "" {
+			fmt.Fprintf(&b, "  # %s", nb.Rule)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// index is the def-use index of a graph: which node defines each value
+// and which nodes read it. Rebuilt after every rewrite (graphs are small).
+type index struct {
+	def  []int   // node index per value, -1 when defined by nothing (never)
+	uses [][]int // node indices per value, ascending
+}
+
+func (g *Graph) index() *index {
+	ix := &index{def: make([]int, len(g.Values)), uses: make([][]int, len(g.Values))}
+	for i := range ix.def {
+		ix.def[i] = -1
+	}
+	for i, n := range g.Nodes {
+		b := n.base()
+		for _, v := range b.In {
+			ix.uses[v] = append(ix.uses[v], i)
+		}
+		for _, v := range b.Out {
+			ix.def[v] = i
+		}
+	}
+	return ix
+}
+
+// verify checks that every value is defined once, before every use.
+func (g *Graph) verify() error {
+	defined := make([]bool, len(g.Values))
+	for i, n := range g.Nodes {
+		b := n.base()
+		for _, v := range b.In {
+			if int(v) >= len(g.Values) || !defined[v] {
+				return fmt.Errorf("%s graph: node %d %s reads %%%d before it is defined", g.Form, i, b.Label, v)
+			}
+		}
+		for _, v := range b.Out {
+			if defined[v] {
+				return fmt.Errorf("%s graph: node %d %s defines %%%d again", g.Form, i, b.Label, v)
+			}
+			defined[v] = true
+		}
+	}
+	return nil
+}

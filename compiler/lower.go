@@ -1,0 +1,219 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+// lowerPass resolves the model against its spec and lowers the spec's
+// program into one graph per form (decode, sampled, batch).
+//
+// Assumes: a parsed GGUF header and a chip profile.
+// Guarantees: the tensor table matches the spec (every required tensor, every
+// shape); s.hp, s.prog, s.tuning, s.act and s.ctx are set; each graph has
+// one node per spec op (a matmul with a bias becomes matmul + bias_add), in
+// program order, with the program's tail: decode ends to_host, argmax;
+// sampled to_host, sample, argmax; batch inserts last_row before the LM
+// head and ends to_host, argmax.
+func lowerPass(s *state) (string, error) {
+	reg, err := specs.Builtin()
+	if err != nil {
+		return "", err
+	}
+	s.arch, err = reg.ForArchitecture(s.file.Architecture())
+	if err != nil {
+		return "", err
+	}
+	s.hp, err = s.arch.Resolve(specs.GGUFMetadata(s.file))
+	if err != nil {
+		return "", err
+	}
+	ts, err := s.arch.Tensors(s.hp)
+	if err != nil {
+		return "", err
+	}
+	have := make([]specs.TensorInfo, len(s.file.Tensors))
+	s.tensors = make(map[string]*gguf.TensorInfo, len(s.file.Tensors))
+	for i := range s.file.Tensors {
+		t := &s.file.Tensors[i]
+		shape := make([]int64, len(t.Dims))
+		for j, d := range t.Dims {
+			shape[j] = int64(d)
+		}
+		have[i] = specs.TensorInfo{Name: t.Name, Shape: shape}
+		s.tensors[t.Name] = t
+	}
+	if err := specs.CheckTensorTable(ts, have); err != nil {
+		return "", err
+	}
+	s.prog, err = s.arch.Program(s.hp)
+	if err != nil {
+		return "", err
+	}
+
+	s.tuning = s.opts.Chip.Tuning()
+	if s.opts.Chip.Name == "" {
+		return "", fmt.Errorf("%w: no chip profile", ErrOptions)
+	}
+	s.act = dtype.F16
+	if s.opts.Chip.Kind == chips.CPU {
+		s.act = dtype.F32
+	}
+	s.ctx = s.opts.Ctx
+	if s.ctx == 0 {
+		s.ctx = DefaultCtx
+		if s.hp.CtxTrain > 0 {
+			s.ctx = min(s.hp.CtxTrain, DefaultCtx)
+		}
+	}
+	if s.ctx < 1 || s.ctx > plans.MaxCtx {
+		return "", fmt.Errorf("%w: context %d is outside [1, %d]", ErrOptions, s.ctx, plans.MaxCtx)
+	}
+	s.buckets = prefillBuckets(s.tuning.PrefillChunk, s.ctx)
+
+	s.graphs = nil
+	for _, f := range []Form{FormDecode, FormSampled, FormBatch} {
+		s.graphs = append(s.graphs, lower(s.prog, f))
+	}
+	g := s.graphs[0]
+	return fmt.Sprintf("%s (%s): %d layers, %d nodes per token, ctx %d, %s activations, prefill buckets %v",
+		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), s.ctx, strings.ToLower(s.act.String()), s.buckets), nil
+}
+
+// prefillBuckets are the batch sizes prefill programs are compiled for:
+// 8, 32, 128, ... (×4) below the tuning's prefill chunk, then the chunk
+// itself, none beyond the context.
+func prefillBuckets(chunk, ctx int) []int {
+	top := min(chunk, ctx)
+	var out []int
+	for n := 8; n < top; n *= 4 {
+		out = append(out, n)
+	}
+	if top > 1 {
+		out = append(out, top)
+	}
+	return out
+}
+
+// lower turns a spec program into a graph of form f.
+func lower(p *specs.Program, f Form) *Graph {
+	g := &Graph{Form: f, Layers: len(p.Layers)}
+	for _, v := range p.Values {
+		g.Values = append(g.Values, Value{Name: v.Name, Width: v.Width, Layer: v.Layer})
+	}
+	add := func(n Node) { g.Nodes = append(g.Nodes, n) }
+	newValue := func(like ValueID) ValueID {
+		v := g.Values[like]
+		v.Name = ""
+		g.Values = append(g.Values, v)
+		return ValueID(len(g.Values) - 1)
+	}
+	one := map[ValueID]bool{}
+	var ops []specs.Op
+	ops = append(ops, p.Prologue...)
+	for _, l := range p.Layers {
+		ops = append(ops, l...)
+	}
+	ops = append(ops, p.Epilogue...)
+	lmHead := true // the epilogue's first matmul is the LM head
+	for _, op := range ops {
+		b := Base{Layer: op.Layer, Label: label(op, &lmHead), In: clone(op.In), Out: clone(op.Out)}
+		if f == FormBatch && op.Kind == specs.OpMatmul && b.Label == "logits" {
+			// Prefill computes the logits of the batch's last row only.
+			last := newValue(op.In[0])
+			g.Values[last].One = true
+			add(&Tail{Base: Base{Layer: -1, Label: "last_row", In: []ValueID{op.In[0]}, Out: []ValueID{last}}, Op: TailLastRow})
+			b.In[0] = last
+			one[last] = true
+		}
+		for _, v := range b.In {
+			if one[v] {
+				for _, o := range b.Out {
+					one[o] = true
+					g.Values[o].One = true
+				}
+			}
+		}
+		switch op.Kind {
+		case specs.OpEmbedding:
+			add(&Embed{Base: b, Table: op.Weight, Scale: 1})
+		case specs.OpRMSNorm, specs.OpLayerNorm:
+			add(&Norm{Base: b, LN: op.Kind == specs.OpLayerNorm, Weight: op.Weight, Bias: op.Bias, Eps: op.Eps})
+		case specs.OpHeadRMSNorm:
+			add(&HeadNorm{Base: b, Weight: op.Weight, Eps: op.Eps, Heads: op.Heads, HeadDim: op.HeadDim})
+		case specs.OpMatmul:
+			mm := &MatMul{Base: b, Weights: []string{op.Weight}, Ns: []int{g.Values[op.Out[0]].Width}, K: g.Values[op.In[0]].Width}
+			if op.Bias == "" {
+				add(mm)
+				break
+			}
+			// The bias is its own node; bias_fold folds it back when the
+			// kernel can add it.
+			tmp := newValue(op.Out[0])
+			mm.Out = []ValueID{tmp}
+			add(mm)
+			add(&Elementwise{Base: Base{Layer: op.Layer, Label: b.Label, In: []ValueID{tmp}, Out: clone(op.Out)}, Op: EwBiasAdd, Bias: op.Bias})
+		case specs.OpAdd:
+			add(&Elementwise{Base: b, Op: EwAdd})
+		case specs.OpMul:
+			add(&Elementwise{Base: b, Op: EwMul})
+		case specs.OpScale:
+			add(&Elementwise{Base: b, Op: EwScale, Alpha: op.Scale})
+		case specs.OpSilu:
+			add(&Elementwise{Base: b, Op: EwSiLU})
+		case specs.OpGelu:
+			add(&Elementwise{Base: b, Op: EwGELU})
+		case specs.OpSoftcap:
+			add(&Elementwise{Base: b, Op: EwSoftcap, Alpha: op.Cap})
+		case specs.OpRope:
+			add(&Rope{Base: b, RopeArgs: RopeArgs{Style: op.RopeStyle, Base: op.RopeBase, FreqScale: op.RopeFreqScale,
+				Dim: op.RopeDim, Factors: op.RopeFactors, LongFactors: op.RopeLongFactors}, Heads: op.Heads, HeadDim: op.HeadDim})
+		case specs.OpAttention:
+			add(&Attention{Base: b, Heads: op.Heads, KVHeads: op.KVHeads, HeadDim: op.HeadDim, HeadDimV: op.HeadDimV,
+				Scale: op.Scale, Softcap: op.Cap, Window: op.Window, KVLayer: op.KVLayer})
+		case specs.OpSplit:
+			add(&Split{Base: b, Sizes: clone(op.Sizes)})
+		default:
+			panic(fmt.Sprintf("compiler: lower: op %v has no lowering", op.Kind))
+		}
+	}
+	tail := func(op string, label string) {
+		add(&Tail{Base: Base{Layer: -1, Label: label, In: []ValueID{p.Logits}}, Op: op})
+	}
+	tail(TailToHost, "logits.host")
+	if f == FormSampled {
+		tail(TailSample, "sample")
+	}
+	tail(TailArgmax, "argmax")
+	return g
+}
+
+// label names an op for the plan: "L3." + the spec's label with the block
+// name not repeated ("attn.attn_q" → "attn.q", "ffn.ffn_down" →
+// "ffn.down"); the prologue's embedding is "embed", the epilogue's first
+// matmul (the LM head) "logits", other epilogue ops their logical name.
+func label(op specs.Op, lmHead *bool) string {
+	block, name, ok := strings.Cut(op.Label, ".")
+	if !ok {
+		block, name = op.Block, op.Label
+	}
+	name = strings.TrimPrefix(name, block+"_")
+	switch {
+	case op.Layer >= 0:
+		return fmt.Sprintf("L%d.%s.%s", op.Layer, block, name)
+	case op.Kind == specs.OpEmbedding && op.Block == "prologue":
+		return "embed"
+	case op.Kind == specs.OpMatmul && op.Block == "epilogue" && *lmHead:
+		*lmHead = false
+		return "logits"
+	}
+	return name
+}
+
+func clone[T any](s []T) []T { return append([]T(nil), s...) }
