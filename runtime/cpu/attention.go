@@ -1,0 +1,181 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// attention is every flash_attention_* kernel. On the CPU each computes the
+// exact softmax attention of its queries, in two passes over the keys
+// (scores, then the weighted sum of V), so the standard, fast and v2
+// variants are one code path:
+//
+//	out = Σ_j softmax_j(s) · v_j,  s_j = softcap(scale · q·k_j)
+//
+// Query t of a command sits at position kv_len − n_tokens + t (the last
+// n_tokens positions of the cache, which the command's rope_qkv_write has
+// just filled); it sees keys j ≤ its position and, with a window w, j >
+// position − w. Query head h reads kv head h / (n_heads / n_kv_heads).
+// The pool splits (token, head) pairs.
+//
+// The parallel decode kernel writes, for each (head, split), the partial
+// state over keys [s·c, (s+1)·c) with c = ceil(kv_len / n_splits): the
+// unnormalized output Σ e^(s_j − m)·v_j, then m and Σ e^(s_j − m)
+// ([n_heads, n_splits, head_dim_v + 2] floats); the reduce kernel merges
+// the splits. An empty split has m = −inf and zero sum and output.
+type attention struct {
+	p        kernels.AttentionParams
+	act      act
+	softcap  bool
+	window   bool
+	parallel bool
+	splits   int
+	e        *Exec
+}
+
+func bindAttention(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
+	a := &attention{act: actOf(k.Act), softcap: c.b("has_softcap"), window: c.b("has_window"), parallel: k.Variant&kernels.Parallel != 0}
+	a.splits = int(c.u("n_splits", 1))
+	return a, unsafe.Pointer(&a.p)
+}
+
+func (a *attention) prepare(e *Exec) error {
+	p := &a.p
+	a.splits = max(a.splits, 1)
+	e.b.scratch.needWorker(int(p.MaxCtx)+int(p.HeadDim), int(p.HeadDimV))
+	return nil
+}
+
+func (a *attention) run(e *Exec) {
+	a.e = e
+	p := &a.p
+	items := int(p.NTokens) * int(p.NHeads)
+	if a.parallel {
+		items = int(p.NHeads) * a.splits
+	}
+	per := int(p.KVLen) * int(p.HeadDim+p.HeadDimV) * 2
+	e.b.pool.run(a, items, 1, per)
+}
+
+func (a *attention) do(w, i0, i1 int) {
+	p, e := &a.p, a.e
+	hd, hdv := int(p.HeadDim), int(p.HeadDimV)
+	nh := int(p.NHeads)
+	group := max(nh/max(int(p.NKVHeads), 1), 1)
+	ws := &e.b.scratch.workers[w]
+	qf, scores, acc := ws.f[:hd], ws.f[hd:], ws.acc[:hdv]
+	qb, kc, vc := e.buf(0), u16s(e.buf(1)), u16s(e.buf(2))
+	out := e.buf(3)
+	kvLen := int(p.KVLen)
+	nt := int(p.NTokens)
+	for it := i0; it < i1; it++ {
+		var t, h, split int
+		if a.parallel {
+			h, split = it/a.splits, it%a.splits
+		} else {
+			t, h = it/nh, it%nh
+		}
+		pos := kvLen - nt + t
+		hi := min(pos+1, kvLen)
+		lo := 0
+		if a.window && p.Window > 0 {
+			lo = max(0, pos-int(p.Window)+1)
+		}
+		if a.parallel {
+			c := (kvLen + a.splits - 1) / a.splits
+			lo, hi = max(lo, split*c), min(hi, (split+1)*c)
+		}
+		a.act.load(qf, qb, t*int(p.QStride)+h*hd, hd)
+		kvh := h / group
+		kbase := kvh * int(p.MaxCtx) * hd
+		vbase := kvh * int(p.MaxCtx) * hdv
+		m := float32(math.Inf(-1))
+		for j := lo; j < hi; j++ {
+			s := p.Scale * dotF16(kc[kbase+j*hd:kbase+j*hd+hd], qf)
+			if a.softcap && p.Softcap > 0 {
+				s = p.Softcap * float32(math.Tanh(float64(s/p.Softcap)))
+			}
+			scores[j] = s
+			m = max(m, s)
+		}
+		clear(acc)
+		var sum float32
+		for j := lo; j < hi; j++ {
+			pj := float32(math.Exp(float64(scores[j] - m)))
+			sum += pj
+			axpyF16(acc, pj, vc[vbase+j*hdv:vbase+j*hdv+hdv])
+		}
+		if a.parallel {
+			part := f32s(out)[(h*a.splits+split)*(hdv+2):][:hdv+2]
+			copy(part, acc)
+			part[hdv], part[hdv+1] = m, sum
+			continue
+		}
+		if sum > 0 {
+			inv := 1 / sum
+			for i := range acc {
+				acc[i] *= inv
+			}
+		}
+		a.act.store(out, t*int(p.OStride)+h*hdv, acc)
+	}
+}
+
+// attnReduce is flash_attention_decode_reduce_*: per head, the splits'
+// partial states merged into the normalized output.
+type attnReduce struct {
+	p      kernels.AttentionParams
+	act    act
+	splits int
+	hdv    int
+}
+
+func bindAttnReduce(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
+	r := &attnReduce{act: actOf(k.Act), splits: max(int(c.u("n_splits", 1)), 1), hdv: int(c.u("head_dim_v", 0))}
+	return r, unsafe.Pointer(&r.p)
+}
+
+func (r *attnReduce) prepare(e *Exec) error {
+	if r.hdv == 0 {
+		r.hdv = int(r.p.HeadDimV)
+	}
+	e.b.scratch.f = grow(e.b.scratch.f, r.hdv)
+	return nil
+}
+
+func (r *attnReduce) run(e *Exec) {
+	hdv := r.hdv
+	parts, out := f32s(e.buf(0)), e.buf(1)
+	acc := e.b.scratch.f[:hdv]
+	for h := range int(r.p.NHeads) {
+		ph := parts[h*r.splits*(hdv+2):][:r.splits*(hdv+2)]
+		m := float32(math.Inf(-1))
+		for s := range r.splits {
+			m = max(m, ph[s*(hdv+2)+hdv])
+		}
+		clear(acc)
+		var sum float32
+		if !math.IsInf(float64(m), -1) {
+			for s := range r.splits {
+				part := ph[s*(hdv+2):][:hdv+2]
+				if part[hdv+1] == 0 {
+					continue
+				}
+				c := float32(math.Exp(float64(part[hdv] - m)))
+				sum += c * part[hdv+1]
+				for i := range acc {
+					acc[i] += c * part[i]
+				}
+			}
+		}
+		if sum > 0 {
+			inv := 1 / sum
+			for i := range acc {
+				acc[i] *= inv
+			}
+		}
+		r.act.store(out, h*hdv, acc)
+	}
+}

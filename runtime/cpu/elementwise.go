@@ -1,0 +1,123 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// elementwise is bias_add, add, mul, scale, softcap, silu, gelu, silu_gate,
+// gelu_gate, copy and convert: n_rows rows of n_cols, each operand with its
+// own row stride. A row is widened to float32, computed, and stored in the
+// output's dtype (convert_f16_to_f32 reads F16 and writes F32).
+type elementwise struct {
+	p       kernels.ElementwiseParams
+	op      kernels.Op
+	in, out act
+	lastRow bool
+	// slots: a (or x), b (or gate's up, or bias), out
+	sa, sb, so int
+	e          *Exec
+}
+
+func bindElementwise(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
+	el := &elementwise{op: k.Op, in: actOf(k.Act), out: actOf(k.Act), lastRow: c.b("last_row"), sb: -1}
+	if k.Op == kernels.OpConvert {
+		el.out = actOf(k.DType)
+		if k.DType != dtype.F16 && k.DType != dtype.F32 {
+			el.out = actF32
+		}
+	}
+	switch len(k.Bindings) - 1 {
+	case 3: // a, b, out
+		el.sa, el.sb, el.so = 0, 1, 2
+	default: // x, out; bias_add: x (in place), bias
+		el.sa, el.so = 0, 1
+		if k.Op == kernels.OpBiasAdd {
+			el.sb, el.so = 1, 0
+		}
+	}
+	return el, unsafe.Pointer(&el.p)
+}
+
+func (el *elementwise) prepare(e *Exec) error {
+	e.b.scratch.needWorker(2*int(el.p.NCols), 0)
+	return nil
+}
+
+func (el *elementwise) run(e *Exec) {
+	el.e = e
+	rows := int(el.p.NRows)
+	if el.lastRow {
+		rows = min(rows, 1)
+	}
+	e.b.pool.run(el, rows, e.b.pool.split(rows, 1), int(el.p.NCols)*el.in.size()*3)
+}
+
+func (el *elementwise) do(w, i0, i1 int) {
+	p, e := &el.p, el.e
+	n := int(p.NCols)
+	ws := e.b.scratch.workers[w].f
+	x, y := ws[:n], ws[n:2*n]
+	ab, ob := e.buf(el.sa), e.buf(el.so)
+	var bb []byte
+	if el.sb >= 0 {
+		bb = e.buf(el.sb)
+	}
+	for r := i0; r < i1; r++ {
+		src := r
+		if el.lastRow {
+			src = int(p.NRows) - 1
+		}
+		el.in.load(x, ab, src*int(p.AStride), n)
+		switch el.op {
+		case kernels.OpBiasAdd:
+			for i, b := range f32s(bb)[:n] {
+				x[i] += b
+			}
+		case kernels.OpAdd, kernels.OpMul, kernels.OpSiLUGate, kernels.OpGELUGate:
+			el.in.load(y, bb, r*int(p.BStride), n)
+			switch el.op {
+			case kernels.OpAdd:
+				for i := range x {
+					x[i] += y[i]
+				}
+			case kernels.OpMul:
+				for i := range x {
+					x[i] *= y[i]
+				}
+			case kernels.OpSiLUGate:
+				for i := range x {
+					x[i] = silu(x[i]) * y[i]
+				}
+			default:
+				for i := range x {
+					x[i] = gelu(x[i]) * y[i]
+				}
+			}
+		case kernels.OpScale:
+			for i := range x {
+				x[i] *= p.Alpha
+			}
+		case kernels.OpSoftcap:
+			for i := range x {
+				x[i] = p.Alpha * float32(math.Tanh(float64(x[i]/p.Alpha)))
+			}
+		case kernels.OpSiLU:
+			for i := range x {
+				x[i] = silu(x[i])
+			}
+		case kernels.OpGELU:
+			for i := range x {
+				x[i] = gelu(x[i])
+			}
+		}
+		orow := r * int(p.OutStride)
+		if el.op == kernels.OpBiasAdd {
+			orow = r * int(p.AStride)
+		}
+		el.out.store(ob, orow, x)
+	}
+}

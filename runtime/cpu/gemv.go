@@ -1,0 +1,258 @@
+package cpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// gemv is every gemv_* kernel: y = W·x (+ bias), or W·(silu(gate)·up) for
+// the _silu forms. The large-K and wide variants differ from the standard
+// one only in their GPU geometry; on the CPU they are the same code.
+//
+// The caller widens x to float32 once (and applies the SiLU gate), then,
+// for quantized weights, quantizes it to 8 bits once; the pool then splits
+// the rows of W in chunks, each row one dot product.
+type gemv struct {
+	p    kernels.GEMVParams
+	wt   *weightType
+	act  act
+	silu bool
+	bias bool
+	y    int // slot of y (3 for _silu, 2 otherwise)
+
+	// per run, for do
+	e  *Exec
+	x  []float32
+	q  *q8act
+	w  []byte
+	yb []byte
+	bb []float32
+	rb int
+}
+
+func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
+	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias")}
+	g.y = 2
+	if g.silu {
+		g.y = 3
+	}
+	return g, unsafe.Pointer(&g.p)
+}
+
+func (g *gemv) prepare(e *Exec) error {
+	if g.wt == nil {
+		return fmt.Errorf("no weight type %v: %w", e.Kernel.DType, ErrUnsupported)
+	}
+	n, k := int(g.p.N), int(g.p.K)
+	if k%g.wt.bs != 0 || (g.wt.q != nil && k%qk != 0) {
+		return fmt.Errorf("k %d is not whole blocks of %v: %w", k, g.wt.dt, ErrUnsupported)
+	}
+	if len(e.buf(0)) < n*g.wt.rowBytes(k) {
+		return fmt.Errorf("W holds %d bytes, %d×%d %v need %d: %w", len(e.buf(0)), n, k, g.wt.dt, n*g.wt.rowBytes(k), ErrUnsupported)
+	}
+	if len(e.buf(g.y)) < n*g.act.size() {
+		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), n, n*g.act.size(), ErrUnsupported)
+	}
+	s := &e.b.scratch
+	s.f = grow(s.f, 2*k)
+	if g.wt.q != nil {
+		s.q8.need(k)
+	}
+	return nil
+}
+
+func (g *gemv) run(e *Exec) {
+	n, k := int(g.p.N), int(g.p.K)
+	s := &e.b.scratch
+	x := s.f[:k]
+	if g.silu {
+		up := s.f[k : 2*k]
+		g.act.load(x, e.buf(1), 0, k)
+		g.act.load(up, e.buf(2), 0, k)
+		for i, v := range x {
+			x[i] = silu(v) * up[i]
+		}
+	} else {
+		g.act.load(x, e.buf(1), 0, k)
+	}
+	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(g.y), g.wt.rowBytes(k)
+	if g.bias {
+		g.bb = f32s(e.buf(g.y + 1))
+	}
+	if g.wt.q != nil {
+		q := &s.q8
+		quantizeQ8(x, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
+		g.q = q
+	}
+	e.b.pool.run(g, n, e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))), g.rb)
+}
+
+func (g *gemv) do(_, i0, i1 int) {
+	k, rb := int(g.p.K), g.rb
+	for r := i0; r < i1; r++ {
+		row := g.w[r*rb : r*rb+rb]
+		var v float32
+		if g.q != nil && g.wt.q != nil {
+			nb := k / qk
+			v = g.wt.q(row, g.q.qs[:k], g.q.d[:nb], g.q.s[:nb])
+		} else {
+			v = g.wt.f(row, g.x)
+		}
+		if g.bias {
+			v += g.bb[r]
+		}
+		g.act.set(g.yb, r, v)
+	}
+}
+
+// gemm is simd_gemm[_small]_*: Y[M×N] = X[M×K]·Wᵀ (+ bias), the prefill
+// GEMM. Quantized weights meet every row of X quantized once (the GEMV's
+// numerics, row by row); float weights are widened a row at a time into
+// the worker's scratch and meet the widened rows of X. The pool splits the
+// rows of W, so each weight row is read once per command and stays in
+// cache while it meets all M rows.
+type gemm struct {
+	p    kernels.GEMMParams
+	wt   *weightType
+	act  act
+	bias bool
+	maxM int
+
+	e  *Exec
+	w  []byte
+	yb []byte
+	bb []float32
+	x  []float32
+	q  *q8act
+	rb int
+}
+
+func bindGEMM(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
+	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias")}
+	return g, unsafe.Pointer(&g.p)
+}
+
+func (g *gemm) prepare(e *Exec) error {
+	if g.wt == nil {
+		return fmt.Errorf("no weight type %v: %w", e.Kernel.DType, ErrUnsupported)
+	}
+	m, n, k := int(g.p.M), int(g.p.N), int(g.p.K)
+	if k%g.wt.bs != 0 || (g.wt.q != nil && k%qk != 0) {
+		return fmt.Errorf("k %d is not whole blocks of %v: %w", k, g.wt.dt, ErrUnsupported)
+	}
+	if len(e.buf(0)) < n*g.wt.rowBytes(k) {
+		return fmt.Errorf("W holds %d bytes, %d×%d %v need %d: %w", len(e.buf(0)), n, k, g.wt.dt, n*g.wt.rowBytes(k), ErrUnsupported)
+	}
+	g.maxM = m
+	s := &e.b.scratch
+	s.f = grow(s.f, m*k)
+	if g.wt.q != nil {
+		s.q8.need(m * k)
+	} else {
+		s.needWorker(k, 0)
+	}
+	return nil
+}
+
+func (g *gemm) run(e *Exec) {
+	m, n, k := int(g.p.M), int(g.p.N), int(g.p.K)
+	if m > g.maxM {
+		panic(fmt.Sprintf("cpu: %s: batch %d above the %d rows bound", e.Label, m, g.maxM))
+	}
+	s := &e.b.scratch
+	lda := int(g.p.LDA)
+	x := s.f[:m*k]
+	xb := e.buf(1)
+	for i := range m {
+		g.act.load(x[i*k:i*k+k], xb, i*lda, k)
+	}
+	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(2), g.wt.rowBytes(k)
+	if g.bias {
+		g.bb = f32s(e.buf(3))
+	}
+	g.q = nil
+	if g.wt.q != nil {
+		q := &s.q8
+		quantizeQ8(x, q.qs[:m*k], q.d[:m*k/qk], q.s[:m*k/qk])
+		g.q = q
+	}
+	e.b.pool.run(g, n, e.b.pool.split(n, 1), g.rb*max(m, 1))
+}
+
+func (g *gemm) do(w, i0, i1 int) {
+	m, k, rb, ldc := int(g.p.M), int(g.p.K), g.rb, int(g.p.LDC)
+	nb := k / qk
+	var wf []float32
+	if g.q == nil {
+		wf = g.e.b.scratch.workers[w].f[:k]
+	}
+	for r := i0; r < i1; r++ {
+		row := g.w[r*rb : r*rb+rb]
+		if wf != nil {
+			g.wt.dequant(row, wf)
+		}
+		var b float32
+		if g.bias {
+			b = g.bb[r]
+		}
+		for i := range m {
+			var v float32
+			if wf != nil {
+				v = dotF32(wf, g.x[i*k:i*k+k])
+			} else {
+				v = g.wt.q(row, g.q.qs[i*k:i*k+k], g.q.d[i*nb:i*nb+nb], g.q.s[i*nb:i*nb+nb])
+			}
+			g.act.set(g.yb, i*ldc+r, v+b)
+		}
+	}
+}
+
+// embedding is embedding_lookup_*: out[i] = table[ids[token_slot+i]]·scale,
+// a row of zeros for an id outside the vocabulary.
+type embedding struct {
+	p   kernels.EmbeddingParams
+	wt  *weightType
+	act act
+}
+
+func bindEmbedding(k *kernels.Kernel, _ constants) (impl, unsafe.Pointer) {
+	g := &embedding{wt: weightTypeOf(k.DType), act: actOf(k.Act)}
+	return g, unsafe.Pointer(&g.p)
+}
+
+func (g *embedding) prepare(e *Exec) error {
+	if g.wt == nil {
+		return fmt.Errorf("no weight type %v: %w", e.Kernel.DType, ErrUnsupported)
+	}
+	dim := int(g.p.Dim)
+	if dim%g.wt.bs != 0 {
+		return fmt.Errorf("dim %d is not whole blocks of %v: %w", dim, g.wt.dt, ErrUnsupported)
+	}
+	if len(e.buf(0)) < int(g.p.Vocab)*g.wt.rowBytes(dim) {
+		return fmt.Errorf("the table holds %d bytes, %d rows need %d: %w", len(e.buf(0)), g.p.Vocab, int(g.p.Vocab)*g.wt.rowBytes(dim), ErrUnsupported)
+	}
+	e.b.scratch.f = grow(e.b.scratch.f, dim)
+	return nil
+}
+
+func (g *embedding) run(e *Exec) {
+	dim, rb := int(g.p.Dim), g.wt.rowBytes(int(g.p.Dim))
+	ids, table, out := u32s(e.buf(1)), e.buf(0), e.buf(2)
+	f := e.b.scratch.f[:dim]
+	for t := range int(g.p.NTokens) {
+		id := ids[int(g.p.TokenSlot)+t]
+		if id >= g.p.Vocab {
+			clear(f)
+		} else {
+			g.wt.dequant(table[int(id)*rb:int(id)*rb+rb], f)
+			if sc := g.p.Scale; sc != 1 && sc != 0 {
+				for i := range f {
+					f[i] *= sc
+				}
+			}
+		}
+		g.act.store(out, t*int(g.p.OutStride), f)
+	}
+}

@@ -1,0 +1,199 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// kFor is an awkward K for dt: not a multiple of 256 where the blocks allow
+// it, not a multiple of 4 for the float types.
+func kFor(dt dtype.Type) int {
+	switch dt.BlockSize() {
+	case 1:
+		return 100
+	case 32:
+		return 32 * 7
+	}
+	return 256 * 3
+}
+
+// gemvTol is the stated tolerance of one output of a GEMV:
+//
+//   - float32 accumulation: 1e-5 · Σ|w·x| (K ≤ a few thousand products);
+//   - quantized weights meet the activations quantized to 8 bits per block
+//     of 32 with scale d = amax/127, so each activation is off by at most
+//     d/2 and the output by at most Σ_i |w_i| · d_b(i) / 2;
+//   - an F16 output is rounded once: |y| · 2^-11.
+func gemvTol(w []float64, x []float32, quant, f16 bool, y float64) float64 {
+	var sabs, qerr float64
+	for b := 0; b < len(x); b += qk {
+		var amax float64
+		for i := b; i < min(b+qk, len(x)); i++ {
+			amax = max(amax, math.Abs(float64(x[i])))
+		}
+		for i := b; i < min(b+qk, len(x)); i++ {
+			sabs += math.Abs(w[i] * float64(x[i]))
+			if quant {
+				qerr += math.Abs(w[i]) * amax / 127 / 2
+			}
+		}
+	}
+	tol := 1e-5*sabs + qerr
+	if f16 {
+		tol += math.Abs(y) * f16ulp * 1.01
+	}
+	return tol + 1e-6
+}
+
+func TestGEMVMatchesFloat64Reference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	h := newHarness(t, 3)
+	for _, k := range kernels.All() {
+		if k.Op != kernels.OpGEMV {
+			continue
+		}
+		for _, bias := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s bias=%v", k.Name, bias), func(t *testing.T) {
+				dt, a := k.DType, actOf(k.Act)
+				n, kk := 37, kFor(dt)
+				w, wref := weights(t, r, dt, n, kk)
+				silu := k.Variant&kernels.SiLU != 0
+				bs := binds{"w": w}
+				var x []float32 // what the kernel's dot sees, float32
+				if silu {
+					gate, up := randFloats(r, kk, 2), randFloats(r, kk, 1)
+					bs["gate"], bs["up"] = actBytes(a, gate), actBytes(a, up)
+					gs, us := stored(a, gate), stored(a, up)
+					x = make([]float32, kk)
+					for i := range x {
+						x[i] = silu32(float32(gs[i])) * float32(us[i])
+					}
+				} else {
+					x0 := randFloats(r, kk, 1)
+					bs["x"] = actBytes(a, x0)
+					xs := stored(a, x0)
+					x = make([]float32, kk)
+					for i := range x {
+						x[i] = float32(xs[i])
+					}
+				}
+				y := Alloc(n * a.size())
+				bs["y"] = y
+				bv := randFloats(r, n, 1)
+				if bias {
+					bs["bias"] = f32bytes(bv)
+				}
+				h.run(k.Name, kernels.GEMVParams{N: uint32(n), K: uint32(kk)}, consts{"has_bias": b2u(bias)}, bs)
+				got := actFloats(a, y, n)
+				for row := range n {
+					var want float64
+					wr := wref[row*kk : row*kk+kk]
+					for i := range kk {
+						want += wr[i] * float64(x[i])
+					}
+					if bias {
+						want += float64(bv[row])
+					}
+					tol := gemvTol(wr, x, dt.Quantized(), a == actF16, want)
+					if !near(got[row], want, tol) {
+						t.Fatalf("row %d: got %g, want %g (tolerance %g)", row, got[row], want, tol)
+					}
+				}
+			})
+		}
+	}
+}
+
+func silu32(x float32) float32 { return float32(float64(x) / (1 + math.Exp(-float64(x)))) }
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestGEMMEqualsRowByRowReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	h := newHarness(t, 2)
+	for _, k := range kernels.All() {
+		if k.Op != kernels.OpGEMM {
+			continue
+		}
+		t.Run(k.Name, func(t *testing.T) {
+			dt, a := k.DType, actOf(k.Act)
+			m, n, kk := 5, 19, kFor(dt)
+			if k.Variant&kernels.Small == 0 {
+				m = 11
+			}
+			lda, ldc := kk+3, n+2
+			w, wref := weights(t, r, dt, n, kk)
+			x0 := randFloats(r, m*lda, 1)
+			xb := actBytes(a, x0)
+			xs := actFloats(a, xb, m*lda)
+			y := Alloc(m * ldc * a.size())
+			bv := randFloats(r, n, 1)
+			h.run(k.Name, kernels.GEMMParams{M: uint32(m), N: uint32(n), K: uint32(kk), LDA: uint32(lda), LDC: uint32(ldc)},
+				consts{"has_bias": 1}, binds{"w": w, "x": xb, "y": y, "bias": f32bytes(bv)})
+			got := actFloats(a, y, m*ldc)
+			for i := range m {
+				x := make([]float32, kk)
+				for j := range x {
+					x[j] = float32(xs[i*lda+j])
+				}
+				for row := range n {
+					want := float64(bv[row])
+					wr := wref[row*kk : row*kk+kk]
+					for j := range kk {
+						want += wr[j] * float64(x[j])
+					}
+					tol := gemvTol(wr, x, dt.Quantized(), a == actF16, want)
+					if !near(got[i*ldc+row], want, tol) {
+						t.Fatalf("[%d,%d]: got %g, want %g (tolerance %g)", i, row, got[i*ldc+row], want, tol)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestEmbeddingReadsTheTokenSlot(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	h := newHarness(t, 2)
+	for _, k := range kernels.All() {
+		if k.Op != kernels.OpEmbedding {
+			continue
+		}
+		t.Run(k.Name, func(t *testing.T) {
+			dt, a := k.DType, actOf(k.Act)
+			vocab, dim := 13, kFor(dt)
+			table, ref := weights(t, r, dt, vocab, dim)
+			ids := Alloc(4 * 8)
+			copy(u32s(ids), []uint32{9, 9, 3, 7, 99, 1, 0, 0})
+			stride := dim + 5
+			out := Alloc(3 * stride * a.size())
+			h.run(k.Name, kernels.EmbeddingParams{Dim: uint32(dim), Vocab: uint32(vocab), TokenSlot: 2, NTokens: 3, Scale: 1.5, OutStride: uint32(stride)},
+				nil, binds{"table": table, "ids": ids, "out": out})
+			got := actFloats(a, out, 3*stride)
+			for tok, id := range []int{3, 7, 99} {
+				for i := range dim {
+					var want float64
+					if id < vocab {
+						want = float64(float32(ref[id*dim+i]) * 1.5)
+					}
+					if a == actF16 {
+						want = float64(h2f(f2h(float32(want))))
+					}
+					if got[tok*stride+i] != want {
+						t.Fatalf("token %d (id %d) element %d: got %g, want %g", tok, id, i, got[tok*stride+i], want)
+					}
+				}
+			}
+		})
+	}
+}
