@@ -291,6 +291,8 @@ func (ip *interp) iterate(off int, v any) []any {
 		return x
 	case *dict:
 		return x.keys
+	case *iterator:
+		return x.rest()
 	case string:
 		ip.charge(off, len(x)*16)
 		out := make([]any, 0, len(x))
@@ -499,9 +501,23 @@ func (ip *interp) contains(off int, container, x any) bool {
 	case tuple:
 		return ip.inSeq(off, c, x)
 	case *dict:
+		switch x.(type) {
+		case []any, *dict:
+			fail(off, ErrRender, "unhashable type: '%s'", typeName(x))
+		}
 		_, ok := c.get(x)
 		return ok
 	case *undef:
+		return false
+	case *iterator:
+		// Python's `in` walks a generator up to the match.
+		c.fill()
+		for c.pos < len(c.items) {
+			c.pos++
+			if equal(off, c.items[c.pos-1], x, 0) {
+				return true
+			}
+		}
 		return false
 	}
 	fail(off, ErrRender, "argument of type '%s' is not iterable", typeName(container))
@@ -699,7 +715,15 @@ func (ip *interp) slice(s *sliceExpr, obj any, sc *scope) any {
 		}
 		return b.String()
 	}
-	return &undef{hint: objectTypeRepr(obj) + " cannot be sliced"}
+	// Jinja compiles a slice to a plain Python subscript, without the
+	// sandbox's fallback to Undefined. (Its optimizer folds a {{ }} made
+	// only of literals through that fallback; nobody slices a literal
+	// number, so that case is not copied.)
+	if _, ok := obj.(*dict); ok {
+		fail(s.off, ErrRender, "unhashable type: 'slice'")
+	}
+	fail(s.off, ErrRender, "'%s' object is not subscriptable", typeName(obj))
+	return nil
 }
 
 func (ip *interp) loopAttr(lo *loopObj, name string) any {

@@ -20,7 +20,7 @@ func init() {
 	filters = map[string]filterFn{
 		"abs":        fAbs,
 		"attr":       fAttr,
-		"batch":      fBatch,
+		"batch":      lazy("do_batch", fBatch),
 		"capitalize": strFilter(capitalize),
 		"center":     fCenter,
 		"count":      fLength,
@@ -34,30 +34,30 @@ func init() {
 		"format":     fFormat,
 		"indent":     fIndent,
 		"int":        fInt,
-		"items":      fItems,
+		"items":      lazy("do_items", fItems),
 		"join":       fJoin,
 		"last":       fLast,
 		"length":     fLength,
 		"list":       fList,
 		"lower":      strFilter(strings.ToLower),
-		"map":        fMap,
+		"map":        lazy("sync_do_map", fMap),
 		"max":        fMinMax(true),
 		"min":        fMinMax(false),
-		"reject":     fSelect(false, false),
-		"rejectattr": fSelect(false, true),
+		"reject":     lazy("select_or_reject", fSelect(false, false)),
+		"rejectattr": lazy("select_or_reject", fSelect(false, true)),
 		"replace":    fReplace,
 		"reverse":    fReverse,
 		"round":      fRound,
 		"safe":       func(ip *interp, off int, v any, args []any, kw []kwVal) any { return v },
-		"select":     fSelect(true, false),
-		"selectattr": fSelect(true, true),
+		"select":     lazy("select_or_reject", fSelect(true, false)),
+		"selectattr": lazy("select_or_reject", fSelect(true, true)),
 		"sort":       fSort,
 		"string":     func(ip *interp, off int, v any, args []any, kw []kwVal) any { return pyStr(off, v) },
 		"sum":        fSum,
 		"title":      strFilter(jinjaTitle),
 		"tojson":     fToJSON,
 		"trim":       fTrim,
-		"unique":     fUnique,
+		"unique":     lazy("sync_do_unique", fUnique),
 		"upper":      strFilter(strings.ToUpper),
 		"wordcount":  fWordcount,
 	}
@@ -74,6 +74,14 @@ func (ip *interp) filter(off int, name string, v any, args []any, kw []kwVal) an
 		fail(off, ErrUnsupported, "unknown filter '%s'", name)
 	}
 	return fn(ip, off, v, args, kw)
+}
+
+// lazy makes a filter a generator, as Jinja's generator-function filters
+// are: nothing runs until the result is walked.
+func lazy(name string, fn filterFn) filterFn {
+	return func(ip *interp, off int, v any, args []any, kw []kwVal) any {
+		return &iterator{name: name, produce: func() []any { return fn(ip, off, v, args, kw).([]any) }}
+	}
 }
 
 func strFilter(f func(string) string) filterFn {
@@ -178,8 +186,6 @@ func fLength(ip *interp, off int, v any, args []any, kw []kwVal) any {
 		return int64(x.len())
 	case *undef:
 		return int64(0)
-	case *namespace:
-		return int64(x.attrs.len())
 	}
 	fail(off, ErrRender, "object of type '%s' has no len()", typeName(v))
 	return nil
@@ -256,6 +262,14 @@ func fEscape(ip *interp, off int, v any, args []any, kw []kwVal) any {
 }
 
 func fFirst(ip *interp, off int, v any, args []any, kw []kwVal) any {
+	if it, ok := v.(*iterator); ok {
+		it.fill()
+		if it.pos < len(it.items) {
+			it.pos++
+			return it.items[it.pos-1]
+		}
+		return &undef{hint: "no first item, sequence was empty"}
+	}
 	items := ip.iterate(off, v)
 	if len(items) == 0 {
 		return &undef{hint: "no first item, sequence was empty"}
@@ -264,6 +278,9 @@ func fFirst(ip *interp, off int, v any, args []any, kw []kwVal) any {
 }
 
 func fLast(ip *interp, off int, v any, args []any, kw []kwVal) any {
+	if _, ok := v.(*iterator); ok {
+		fail(off, ErrRender, "'%s' object is not reversible", typeName(v))
+	}
 	items := ip.iterate(off, v)
 	if len(items) == 0 {
 		return &undef{hint: "no last item, sequence was empty"}
@@ -353,8 +370,12 @@ func fIndent(ip *interp, off int, v any, args []any, kw []kwVal) any {
 		ip.room(off, n)
 		ind = strings.Repeat(" ", int(max(n, 0)))
 	}
-	s := pyStr(off, v) + "\n"
-	lines := splitLines(s, false)
+	str, ok := v.(string)
+	if !ok {
+		ip.operandCheck(off, v)
+		fail(off, ErrRender, "unsupported operand type(s) for +=: '%s' and 'str'", typeName(v))
+	}
+	lines := splitLines(str+"\n", false)
 	var b strings.Builder
 	if truthy(argOr(a[2], false)) {
 		for i, l := range lines {
@@ -545,6 +566,8 @@ func fReplace(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	return ip.strMethod(off, pyStr(off, v), "replace", cargs, nil)
 }
 
+// fReverse reverses a string; anything else Python can reverse becomes a
+// reverse iterator, and an iterator becomes a reversed list.
 func fReverse(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	if s, ok := v.(string); ok {
 		rs := runes(s)
@@ -553,12 +576,20 @@ func fReverse(ip *interp, off int, v any, args []any, kw []kwVal) any {
 		}
 		return string(rs)
 	}
+	switch v.(type) {
+	case []any, tuple, *dict, *undef, *iterator:
+	default:
+		fail(off, ErrRender, "argument must be iterable")
+	}
 	items := ip.iterate(off, v)
 	out := make([]any, len(items))
 	for i, it := range items {
 		out[len(items)-1-i] = it
 	}
-	return out
+	if _, ok := v.(*iterator); ok {
+		return out
+	}
+	return &iterator{name: "reversed", items: out}
 }
 
 func fRound(ip *interp, off int, v any, args []any, kw []kwVal) any {
@@ -572,6 +603,9 @@ func fRound(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	scale := math.Pow(10, float64(p))
 	switch argOr(a[1], "common") {
 	case "common":
+		if n, ok := asInt(v); ok {
+			return n // Python's round() of an int is that int
+		}
 		if p >= 0 && p < 300 {
 			r, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'f', int(p), 64), 64)
 			return r

@@ -274,6 +274,11 @@ func (lx *lexer) raw(open int) {
 
 func (lx *lexer) comment(open, j int) {
 	s := lx.src
+	if j >= len(s) {
+		// Jinja's lexer stops quietly on a "{#" that ends the source.
+		lx.pos = len(s)
+		return
+	}
 	q := strings.Index(s[j:], "#}")
 	if q < 0 {
 		fail(open, ErrSyntax, "missing end of comment tag")

@@ -397,7 +397,10 @@ func (ip *interp) percent(off int, format string, args any) string {
 		ip.charge(off, len(s))
 		b.WriteString(s)
 	}
-	if named == nil && next < len(list) {
+	// Python lets a single list or dict argument go unused (it checks
+	// for a mapping); only a tuple's or a scalar's leftovers are errors.
+	_, isList := args.([]any)
+	if named == nil && !isList && next < len(list) {
 		fail(off, ErrRender, "not all arguments converted during string formatting")
 	}
 	return b.String()

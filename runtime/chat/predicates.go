@@ -75,22 +75,11 @@ func (ip *interp) test(off int, name string, v any, args []any, kw []kwVal) bool
 		return false
 	case "lower", "upper":
 		none()
-		s, ok := v.(string)
-		if !ok {
-			s = pyStr(off, v)
-		}
-		if name == "lower" {
-			return s == strings.ToLower(s)
-		}
-		return s == strings.ToUpper(s)
+		return caseIs(pyStr(off, v), name == "upper")
 	case "even", "odd":
 		none()
-		n, ok := asInt(v)
-		if !ok {
-			ip.operandCheck(off, v)
-			fail(off, ErrRender, "test '%s' needs an integer, not '%s'", name, typeName(v))
-		}
-		return (n%2 == 0) == (name == "even")
+		r := ip.arith(off, "%", v, int64(2))
+		return equal(off, r, int64(0), 0) == (name == "even")
 	case "divisibleby":
 		d := ip.arith(off, "%", v, one())
 		return !truthy(d)

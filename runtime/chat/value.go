@@ -115,6 +115,34 @@ func hashKey(k any) (any, bool) {
 // change ({% set ns.attr = ... %}), so that loops can carry state out.
 type namespace struct{ attrs *dict }
 
+// iterator is a Python generator or iterator: what Jinja's select, reject,
+// selectattr, rejectattr, map, unique, batch and items filters (generator
+// functions) and reverse return. Like Python's it is always true, has no
+// length, is walked once (what a walk took is gone), and runs its filter
+// only when first walked, so its errors come late, as in Jinja.
+type iterator struct {
+	name    string
+	produce func() []any
+	items   []any
+	pos     int
+}
+
+func (it *iterator) fill() {
+	if it.produce != nil {
+		f := it.produce
+		it.produce = nil
+		it.items = f()
+	}
+}
+
+// rest walks what is left.
+func (it *iterator) rest() []any {
+	it.fill()
+	r := it.items[it.pos:]
+	it.pos = len(it.items)
+	return r
+}
+
 // loopObj is the `loop` variable of a for loop.
 type loopObj struct {
 	index0, length int
@@ -151,6 +179,11 @@ func typeName(v any) string {
 		return "Macro"
 	case *boundMethod:
 		return "builtin_function_or_method"
+	case *iterator:
+		if strings.HasPrefix(v.(*iterator).name, "reversed") {
+			return "list_reverseiterator"
+		}
+		return "generator"
 	}
 	return "function"
 }
@@ -262,6 +295,8 @@ func writeRepr(b *strings.Builder, off int, v any, depth int) {
 		b.WriteByte('>')
 	case *loopObj:
 		b.WriteString("<LoopContext " + strconv.Itoa(x.index0+1) + "/" + strconv.Itoa(x.length) + ">")
+	case *iterator:
+		b.WriteString("<" + typeName(x) + " object " + x.name + ">")
 	default:
 		b.WriteString("<" + typeName(v) + ">")
 	}
@@ -430,6 +465,9 @@ func equal(off int, a, b any, depth int) bool {
 		return ok && x == y
 	case *builtinFn:
 		y, ok := b.(*builtinFn)
+		return ok && x == y
+	case *iterator:
+		y, ok := b.(*iterator)
 		return ok && x == y
 	}
 	return false
