@@ -101,3 +101,5 @@ func vectors(t testing.TB, path string) (inputs, outputs []string) {
 	}
 	return inputs, outputs
 }
+
+var osReadFile = os.ReadFile

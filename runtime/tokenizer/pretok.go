@@ -21,12 +21,13 @@ const (
 
 	patJais2 = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s{512}(?!\\S)|\\s{256}(?!\\S)|\\s{128}(?!\\S)|\\s{64}(?!\\S)|\\s{32}(?!\\S)|\\s{16}(?!\\S)|\\s{8}(?!\\S)|\\s{4}(?!\\S)|\\s{1,2}(?!\\S)|\\s{1}"
 
-	patNewline  = "[\r\n]"
-	patNewlines = "[^\\n]+|[\\n]+"
-	patNumber   = "\\p{N}"
-	patNumbers  = "\\p{N}+"
-	patNumber3  = "\\p{N}{1,3}"
-	patDigits3  = "[0-9][0-9][0-9]"
+	patNewline   = "[\r\n]"
+	patNewlines  = "[^\\n]+|[\\n]+"
+	patNumber    = "\\p{N}"
+	patNumbers   = "\\p{N}+"
+	patNumber3   = "\\p{N}{1,3}"
+	patDigits3   = "[0-9][0-9][0-9]"
+	patThousands = "(?=(\\d{3})+(?!\\d))"
 
 	patCJK        = "[一-龥ࠀ-一가-퟿]+"
 	patHanKana    = "[一-龥぀-ゟ゠-ヿ]+"
@@ -39,9 +40,10 @@ const (
 	patUpperLowerCased = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 )
 
-// The patterns llama.cpp does not run through std::regex but matches with
-// code of its own (split_custom.go), keyed by their exact text as it keys
-// them.
+// The patterns matched by hand (split_custom.go), keyed by their exact text:
+// those llama.cpp matches with code of its own rather than std::regex (and
+// whose quirks we must share), and superbpe's digit lookahead, which the
+// engine would match in quadratic time.
 var customSplitters = map[string]func(t *splitText, start, end int, out []int32) []int32{
 	patGPT2: splitGPT2,
 	patLlama3: func(t *splitText, s, e int, out []int32) []int32 {
@@ -57,6 +59,7 @@ var customSplitters = map[string]func(t *splitText, start, end int, out []int32)
 	"\\p{AFMoE_digits}":          splitDigitGroups,
 	"\\d{1,3}(?=(?:\\d{3})*\\b)": splitDigitGroups,
 	patNewlines:                  splitNewlines,
+	patThousands:                 splitThousands,
 }
 
 // preTokenizer is one row of the table: the tokenizer.ggml.pre values it
@@ -155,7 +158,7 @@ var preTokenizers = []preTokenizer{
 		"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))*((?=[\\p{L}\\p{M}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}\\p{M}])([^a-z]))+((?=[\\p{L}\\p{M}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 	}},
 	{names: []string{"tiny_aya", "cohere2moe"}, keepSpaces: true, rules: []string{"\\d{1,3}(?=(?:\\d{3})*\\b)", patUpperLowerCased}},
-	{names: []string{"superbpe"}, keepSpaces: true, rules: []string{patNumbers, "(?=(\\d{3})+(?!\\d))"}},
+	{names: []string{"superbpe"}, keepSpaces: true, rules: []string{patNumbers, patThousands}},
 	{names: []string{"trillion"}, rules: []string{patGPT2}, keepSpaces: true},
 	{names: []string{"granite-docling"}, rules: []string{patGPT2}, keepSpaces: true},
 	{names: []string{"bailingmoe", "bailingmoe2", "llada-moe"}, keepSpaces: true, rules: []string{

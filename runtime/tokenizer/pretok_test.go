@@ -14,7 +14,7 @@ import (
 
 // withTokenizer writes a copy of a vocabulary file with some metadata
 // replaced.
-func withTokenizer(t *testing.T, src string, set map[string]gguf.Value) string {
+func withTokenizer(t testing.TB, src string, set map[string]gguf.Value) string {
 	t.Helper()
 	f, err := gguf.Open(src)
 	if err != nil {
@@ -44,7 +44,7 @@ func withTokenizer(t *testing.T, src string, set map[string]gguf.Value) string {
 // (GPT-2 numbers a merge's result 256 + its rank, so the first 256+k tokens
 // are closed under the first k merges) and <|endoftext|>: a tenth of the
 // size, which llama.cpp loads in a tenth of the time.
-func smallGPT2(t *testing.T, k int) string {
+func smallGPT2(t testing.TB, k int) string {
 	t.Helper()
 	src := filepath.Join(filepath.Dir(vocabFiles(t)[0]), "ggml-vocab-gpt-2.gguf")
 	f, err := gguf.Open(src)

@@ -342,3 +342,31 @@ func splitNewlines(t *splitText, start, end int, out []int32) []int32 {
 	}
 	return out
 }
+
+// splitThousands: (?=(\d{3})+(?!\d)), which matches only empty strings, at
+// each position followed by a run of ASCII digits whose length is a
+// positive multiple of three; the text is cut there. Found by scanning runs
+// once, where the pattern itself rescans the rest of a run at every digit.
+func splitThousands(t *splitText, start, end int, out []int32) []int32 {
+	prev := start
+	for pos := start; pos < end; {
+		if c := t.cps[pos]; c < '0' || c > '9' {
+			pos++
+			continue
+		}
+		run := pos
+		for pos < end && t.cps[pos] >= '0' && t.cps[pos] <= '9' {
+			pos++
+		}
+		for cut := run; cut < pos; cut++ {
+			if (pos-cut)%3 == 0 && cut > prev {
+				out = append(out, int32(cut-prev))
+				prev = cut
+			}
+		}
+	}
+	if end > prev {
+		out = append(out, int32(end-prev))
+	}
+	return out
+}
