@@ -129,3 +129,22 @@ func TestSelectPrefersTheModelsTemplate(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkRenderQwen3FortyTurns(b *testing.B) {
+	src := readShared(b, "Qwen-Qwen3-0.6B.jinja")
+	tmpl, err := Parse(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := Context{AddGenerationPrompt: true}
+	for i := 0; i < 20; i++ {
+		ctx.Messages = append(ctx.Messages, Message{Role: "user", Content: "What is the weather like today in Paris?"},
+			Message{Role: "assistant", Content: "<think>\nThe user asks about weather.\n</think>\n\nSunny, 22C."})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tmpl.Render(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -68,6 +68,14 @@ func fromGo(v any, depth int) (any, error) {
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
+	case reflect.String: // named string types (type Role string)
+		return rv.String(), nil
+	case reflect.Bool:
+		return rv.Bool(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int(), nil
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), nil
 	case reflect.Slice, reflect.Array:
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
 			return nil, nil
