@@ -35,7 +35,7 @@ func TestErrorsSayWhere(t *testing.T) {
 		{"an undefined attribute of an undefined is reported at the dot", "\n\n{{ nothing.x }}", Context{}, Pos{3, 11}, ErrRender, "'nothing' is undefined"},
 		{"columns count characters, not bytes", "héé {{ 1 // 0 }}", Context{}, Pos{1, 10}, ErrRender, "integer division or modulo by zero"},
 		{"raise_exception carries the template's message verbatim", "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}",
-			Context{Messages: []Message{{Role: "system"}}}, Pos{1, 56}, ErrRaised, "System role not supported"},
+			Context{Messages: []Message{{Role: "system"}}}, Pos{1, 41}, ErrRaised, "System role not supported"},
 		{"an error inside a macro points into its body", "{% macro f(x) %}\n  {{ x + 1 }}\n{% endmacro %}{{ f('a') }}", Context{}, Pos{2, 8}, ErrRender, `can only concatenate str (not "int") to str`},
 		{"changing a list is refused as unsupported", "{% set xs = [] %}{% set _ = xs.append(1) %}", Context{}, Pos{1, 38}, ErrUnsupported, "access to attribute 'append' of 'list' object is unsafe"},
 		{"include is refused as unsupported", "{% include 'other.jinja' %}", Context{}, Pos{1, 4}, ErrUnsupported, "{% include %}: includes are not supported"},

@@ -356,6 +356,9 @@ func (p *parser) test(x expr) expr {
 
 func (p *parser) call(fn expr) expr {
 	off := p.cur().off
+	if n, ok := fn.(*nameExpr); ok {
+		off = n.off // raise_exception(...) is reported at its name
+	}
 	c := &callExpr{off: off, fn: fn}
 	c.args, c.kw, c.star, c.dstr = p.callArgs()
 	return c
