@@ -1,0 +1,222 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// The fused RoPE kernels equal their unfused compositions: rope on q and
+// k, k and v stored to the F16 cache, and for the head-norm form
+// head_rmsnorm first. F32 activations agree exactly; F16 ones differ by
+// the intermediate rounding the unfused form adds (2 F16 ulps).
+func TestFusedRoPEEqualsComposition(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	h := newHarness(t, 2)
+	const hd, hdv, rd, nh, nkv, tokens, maxCtx, pos = 32, 32, 32, 4, 2, 3, 16, 5
+	qs, kvs := nh*hd+7, nkv*hd+3
+	for _, at := range acts() {
+		a := actOf(at)
+		for _, variant := range []struct {
+			op   kernels.Op
+			neox bool
+		}{{kernels.OpRoPEQKVWrite, false}, {kernels.OpRoPEQKVWrite, true}, {kernels.OpHeadNormRoPEKVWrite, true}} {
+			v := kernels.Variant(0)
+			if variant.neox {
+				v = kernels.NeoX
+			}
+			name := kernels.OpName(variant.op, v, at)
+			t.Run(name, func(t *testing.T) {
+				norm := variant.op == kernels.OpHeadNormRoPEKVWrite
+				q0, k0, v0 := randFloats(r, tokens*qs, 1), randFloats(r, tokens*kvs, 1), randFloats(r, tokens*kvs, 1)
+				qn, kn := randFloats(r, hd, 1), randFloats(r, hd, 1)
+				qb, kb, vb := actBytes(a, q0), actBytes(a, k0), actBytes(a, v0)
+				qo := Alloc(len(qb))
+				kc, vc := Alloc(nkv*maxCtx*hd*2), Alloc(nkv*maxCtx*hdv*2)
+				p := kernels.RoPEQKVWriteParams{Position: pos, NTokens: tokens, NHeads: nh, NKVHeads: nkv, HeadDim: hd, HeadDimV: hdv, RopeDim: rd,
+					MaxCtx: maxCtx, QStride: uint32(qs), KVStride: uint32(kvs), OrigCtx: 4096, Theta: 1e6, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}
+				bs := binds{"q": qb, "k": kb, "v": vb, "q_out": qo, "k_cache": kc, "v_cache": vc}
+				if norm {
+					bs["q_norm"], bs["k_norm"] = f32bytes(qn), f32bytes(kn)
+				}
+				h.run(name, p, consts{"head_dim": hd}, bs)
+
+				// The composition, on copies.
+				q2, k2 := actBytes(a, q0), actBytes(a, k0)
+				if norm {
+					hn := kernels.OpName(kernels.OpHeadRMSNorm, 0, at)
+					for tok := range tokens {
+						h.run(hn, kernels.NormParams{Dim: hd, NRows: 1, NHeads: nh, Stride: uint32(qs), Eps: 1e-6}, nil, binds{"x": q2[tok*qs*a.size():], "weight": f32bytes(qn)})
+						h.run(hn, kernels.NormParams{Dim: hd, NRows: 1, NHeads: nkv, Stride: uint32(kvs), Eps: 1e-6}, nil, binds{"x": k2[tok*kvs*a.size():], "weight": f32bytes(kn)})
+					}
+				}
+				rn := kernels.OpName(kernels.OpRoPE, v, at)
+				rp := kernels.RoPEParams{Position: pos, NTokens: tokens, NHeads: nh, HeadDim: hd, RopeDim: rd, Stride: uint32(qs), OrigCtx: 4096, Theta: 1e6, FreqScale: 1, AttnFactor: 1}
+				h.run(rn, rp, consts{"head_dim": hd}, binds{"x": q2})
+				rp.NHeads, rp.Stride = nkv, uint32(kvs)
+				h.run(rn, rp, consts{"head_dim": hd}, binds{"x": k2})
+
+				tol := 0.0
+				if a == actF16 {
+					tol = 4 * f16ulp
+				}
+				gq, wq := actFloats(a, qo, tokens*qs), actFloats(a, q2, tokens*qs)
+				for tok := range tokens {
+					for i := range nh * hd {
+						j := tok*qs + i
+						if !near(gq[j], wq[j], tol*(1+math.Abs(wq[j]))) {
+							t.Fatalf("q_out[%d,%d] = %g, composition %g", tok, i, gq[j], wq[j])
+						}
+					}
+				}
+				kk, vs := actFloats(a, k2, tokens*kvs), actFloats(a, vb, tokens*kvs)
+				kcache, vcache := u16s(kc), u16s(vc)
+				for tok := range tokens {
+					for hh := range nkv {
+						for i := range hd {
+							got := float64(h2f(kcache[(hh*maxCtx+pos+tok)*hd+i]))
+							want := float64(h2f(f2h(float32(kk[tok*kvs+hh*hd+i]))))
+							if !near(got, want, (tol+f16ulp)*(1+math.Abs(want))) {
+								t.Fatalf("k cache [%d,%d,%d] = %g, composition %g", hh, pos+tok, i, got, want)
+							}
+							gv := float64(h2f(vcache[(hh*maxCtx+pos+tok)*hdv+i]))
+							wv := float64(h2f(f2h(float32(vs[tok*kvs+hh*hdv+i]))))
+							if gv != wv {
+								t.Fatalf("v cache [%d,%d,%d] = %g, want %g", hh, pos+tok, i, gv, wv)
+							}
+						}
+					}
+				}
+				for i := range maxCtx { // only positions pos..pos+tokens-1 written
+					if (i < pos || i >= pos+tokens) && kcache[i*hd] != 0 {
+						t.Fatalf("k cache position %d written", i)
+					}
+				}
+			})
+		}
+	}
+}
+
+// attnRef is exact softmax attention in float64 over the stored F16 cache.
+func attnRef(q []float64, kc, vc []uint16, kvh, maxCtx, hd, hdv, pos, kvLen, window int, scale, softcap float64) []float64 {
+	lo, hi := 0, min(pos+1, kvLen)
+	if window > 0 {
+		lo = max(0, pos-window+1)
+	}
+	s := make([]float64, hi)
+	m := math.Inf(-1)
+	for j := lo; j < hi; j++ {
+		var d float64
+		for i := range hd {
+			d += q[i] * float64(h2f(kc[(kvh*maxCtx+j)*hd+i]))
+		}
+		d *= scale
+		if softcap > 0 {
+			d = softcap * math.Tanh(d/softcap)
+		}
+		s[j] = d
+		m = max(m, d)
+	}
+	out := make([]float64, hdv)
+	var sum float64
+	for j := lo; j < hi; j++ {
+		p := math.Exp(s[j] - m)
+		sum += p
+		for i := range hdv {
+			out[i] += p * float64(h2f(vc[(kvh*maxCtx+j)*hdv+i]))
+		}
+	}
+	for i := range out {
+		out[i] /= sum
+	}
+	return out
+}
+
+// Attention tolerance: float32 scores and sums over ≤ 64 keys of values
+// ≤ ~3: 1e-4 absolute; F16 outputs add 2^-11 relative.
+func TestAttentionMatchesExactSoftmax(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	h := newHarness(t, 3)
+	const hd, hdv, maxCtx = 40, 24, 64
+	type variant struct {
+		name     string
+		prefill  bool
+		parallel bool
+	}
+	var variants []variant
+	for _, k := range kernels.All() {
+		switch k.Op {
+		case kernels.OpAttentionDecode:
+			variants = append(variants, variant{k.Name, false, k.Variant&kernels.Parallel != 0})
+		case kernels.OpAttentionPrefill:
+			variants = append(variants, variant{k.Name, true, false})
+		}
+	}
+	for _, v := range variants {
+		for _, group := range []int{1, 2, 4} {
+			for _, window := range []int{0, 5} {
+				for _, softcap := range []float32{0, 3} {
+					for _, kvLen := range []int{1, 9, 50} {
+						tokens := 1
+						if v.prefill {
+							tokens = min(kvLen, 4)
+						}
+						t.Run(fmt.Sprintf("%s gqa=%d window=%d softcap=%g kv=%d", v.name, group, window, softcap, kvLen), func(t *testing.T) {
+							k, _ := kernels.Lookup(v.name)
+							a := actOf(k.Act)
+							nkv := 2
+							nh := nkv * group
+							qStride, oStride := nh*hd+1, nh*hdv+3
+							q0 := randFloats(r, tokens*qStride, 1)
+							qb := actBytes(a, q0)
+							qs := actFloats(a, qb, tokens*qStride)
+							kc, vc := Alloc(nkv*maxCtx*hd*2), Alloc(nkv*maxCtx*hdv*2)
+							for i, f := range randFloats(r, nkv*maxCtx*hd, 1) {
+								u16s(kc)[i] = f2h(f)
+							}
+							for i, f := range randFloats(r, nkv*maxCtx*hdv, 1) {
+								u16s(vc)[i] = f2h(f)
+							}
+							p := kernels.AttentionParams{NHeads: uint32(nh), NKVHeads: uint32(nkv), HeadDim: hd, HeadDimV: hdv, KVLen: uint32(kvLen), MaxCtx: maxCtx,
+								Position: uint32(kvLen - tokens), NTokens: uint32(tokens), Window: uint32(window), QStride: uint32(qStride), OStride: uint32(oStride),
+								Scale: float32(1 / math.Sqrt(hd)), Softcap: softcap}
+							c := consts{"head_dim": hd, "head_dim_v": hdv, "has_softcap": b2u(softcap > 0), "has_window": b2u(window > 0)}
+							out := Alloc(tokens * oStride * a.size())
+							if v.parallel {
+								const splits = 4
+								c["n_splits"] = splits
+								parts := Alloc(nh * splits * (hdv + 2) * 4)
+								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts})
+								h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": hdv, "n_splits": splits}, binds{"partials": parts, "out": out})
+								oStride = nh * hdv // the reduce writes [n_heads, head_dim_v]
+							} else {
+								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "out": out})
+							}
+							got := actFloats(a, out, tokens*oStride)
+							for tok := range tokens {
+								for hh := range nh {
+									want := attnRef(qs[tok*qStride+hh*hd:][:hd], u16s(kc), u16s(vc), hh/group, maxCtx, hd, hdv, kvLen-tokens+tok, kvLen, window,
+										float64(p.Scale), float64(softcap))
+									for i := range hdv {
+										g := got[tok*oStride+hh*hdv+i]
+										tol := 1e-4
+										if a == actF16 {
+											tol += math.Abs(want[i]) * f16ulp
+										}
+										if !near(g, want[i], tol) {
+											t.Fatalf("token %d head %d [%d]: got %g, want %g", tok, hh, i, g, want[i])
+										}
+									}
+								}
+							}
+						})
+					}
+				}
+			}
+		}
+	}
+}
