@@ -87,6 +87,7 @@ type state struct {
 	derived map[string]uint32 // derived buffer index by buffer name
 	scratch *scratchPlan
 	buckets []int
+	progs   []*program
 }
 
 // pass is one entry of the pass table.

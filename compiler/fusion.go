@@ -48,13 +48,18 @@ func fusePass(s *state) (string, error) {
 // fired.
 func fuse(s *state, g *Graph, rules []*Rule) map[string]int {
 	counts := map[string]int{}
+	ix := g.index()
 	for {
 		fired := false
 		for _, r := range rules {
 			for i := 0; i < len(g.Nodes); i++ {
-				if apply(s, g, r, i) {
+				if !slices.Contains(r.Root.Kinds, g.Nodes[i].Kind()) {
+					continue
+				}
+				if apply(s, g, ix, r, i) {
 					counts[r.Name]++
 					fired = true
+					ix = g.index()
 				}
 			}
 		}
@@ -97,12 +102,12 @@ func (c *fuseCtx) dtypeOf(tensor string) dtype.Type {
 
 // apply tries rule r rooted at node i and rewrites the graph if it matches,
 // its conditions hold and the rewrite keeps the graph valid.
-func apply(s *state, g *Graph, r *Rule, i int) bool {
+func apply(s *state, g *Graph, ix *index, r *Rule, i int) bool {
 	root := g.Nodes[i].base()
 	if root.fired&(1<<r.index) != 0 {
 		return false
 	}
-	c := &fuseCtx{s: s, g: g, ix: g.index()}
+	c := &fuseCtx{s: s, g: g, ix: ix}
 	m := &match{rule: r, root: i, vars: map[string]ValueID{}}
 	if !c.match(r.Root, i, m) {
 		return false

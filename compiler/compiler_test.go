@@ -1,0 +1,256 @@
+package compiler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+)
+
+func TestCompileIsDeterministic(t *testing.T) {
+	path := llama8BPath(t, 2)
+	for _, c := range []string{"m4-pro", "m1", "cpu-avx2:8"} {
+		a := compile(t, path, Options{Chip: chip(t, c)})
+		b := compile(t, path, Options{Chip: chip(t, c)})
+		ea, eb := plans.Encode(a), plans.Encode(b)
+		if !bytes.Equal(ea, eb) {
+			t.Errorf("%s: two compilations differ (%d and %d bytes)", c, len(ea), len(eb))
+		}
+	}
+}
+
+// layerKernels lists the kernels of layer l's commands in a program.
+func layerKernels(p *plans.Plan, prog string, l int) (labels, ks []string) {
+	prefix := fmt.Sprintf("L%d.", l)
+	for _, c := range p.Program(prog).Commands {
+		if strings.HasPrefix(c.Label, prefix) {
+			labels = append(labels, c.Label)
+			ks = append(ks, p.Pipelines[c.Pipeline].Kernel)
+		}
+	}
+	return labels, ks
+}
+
+func commandOf(p *plans.Plan, prog, label string) *plans.Command {
+	for i, c := range p.Program(prog).Commands {
+		if c.Label == label {
+			return &p.Program(prog).Commands[i]
+		}
+	}
+	return nil
+}
+
+func TestLlama8BDecodeForm(t *testing.T) {
+	path := llama8BPath(t, 2)
+	m4 := compile(t, path, Options{Chip: chip(t, "m4-pro")})
+	m1 := compile(t, path, Options{Chip: chip(t, "m1")})
+
+	t.Run("m4-pro fuses QKV, gate|up, SiLU+down, RoPE+KV and the residual norms: 8 commands a layer", func(t *testing.T) {
+		for l := range 2 {
+			labels, ks := layerKernels(m4, "decode", l)
+			want := []string{"rmsnorm_f16", "gemv_q4_0_l", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+				"flash_attention_decode_reduce_f16", "gemv_q4_0_l", "residual_rmsnorm_f16", "gemv_q4_0_l", "gemv_q4_0_l_silu"}
+			if l > 0 {
+				want[0] = "residual_rmsnorm_f16"
+			}
+			if !slices.Equal(ks, want) {
+				t.Errorf("L%d: kernels\n%v\nwant\n%v\n(labels %v)", l, ks, want, labels)
+			}
+			wantLabels := []string{"attn.norm", "attn.qkv", "attn.rope_kv", "attn.attention", "attn.attention", "attn.output", "ffn.norm", "ffn.gate_up", "ffn.down"}
+			for i := range wantLabels {
+				wantLabels[i] = fmt.Sprintf("L%d.%s", l, wantLabels[i])
+			}
+			if !slices.Equal(labels, wantLabels) {
+				t.Errorf("L%d: labels %v, want %v", l, labels, wantLabels)
+			}
+			// 8 graph nodes a layer; the parallel attention is two dispatches.
+			if n := len(slices.Compact(slices.Clone(labels))); n != 8 {
+				t.Errorf("L%d: %d nodes, want 8", l, n)
+			}
+		}
+	})
+	t.Run("the logit projection takes the wide GEMV (N = 128256 > 32768)", func(t *testing.T) {
+		for _, p := range []*plans.Plan{m4, m1} {
+			c := commandOf(p, "decode", "logits")
+			if k := p.Pipelines[c.Pipeline].Kernel; k != "gemv_wide_q4_0" {
+				t.Errorf("%s: logits kernel %s", p.Header.Target.Chip, k)
+			}
+		}
+	})
+	t.Run("K-projections with K ≥ the chip's threshold take the large-K variant", func(t *testing.T) {
+		for _, p := range []*plans.Plan{m4, m1} {
+			th := p.Header.Target.Tuning.Q4LargeKThreshold
+			for _, c := range p.Program("decode").Commands {
+				k := p.Pipelines[c.Pipeline].Kernel
+				if !strings.HasPrefix(k, "gemv_q4_0") {
+					continue
+				}
+				K := uint32(4096)
+				if strings.HasSuffix(c.Label, "ffn.down") {
+					K = 14336
+				}
+				if (K >= th) != strings.Contains(k, "_l") {
+					t.Errorf("%s %s: K=%d threshold %d kernel %s", p.Header.Target.Chip, c.Label, K, th, k)
+				}
+			}
+		}
+	})
+	t.Run("m1 keeps Q, K, V and gate, up as separate GEMVs", func(t *testing.T) {
+		labels, ks := layerKernels(m1, "decode", 1)
+		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_l", "gemv_q4_0_l", "gemv_q4_0_l", "rope_qkv_write_f16",
+			"flash_attention_decode_parallel_f16", "flash_attention_decode_reduce_f16", "gemv_q4_0_l",
+			"residual_rmsnorm_f16", "gemv_q4_0_l", "gemv_q4_0_l", "gemv_q4_0_l_silu"}
+		if !slices.Equal(ks, want) {
+			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
+		}
+		for _, b := range m1.Buffers {
+			if b.Kind == plans.BufDerived {
+				t.Errorf("m1 plan has derived buffer %s", b.Name)
+			}
+		}
+	})
+	t.Run("plans.Diff reports exactly the fusion and tuning differences", func(t *testing.T) {
+		var b bytes.Buffer
+		if err := plans.WriteDiff(&b, plans.Diff(m1, m4)); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "llama8b-2l.diff.m1.m4-pro.txt", b.Bytes())
+	})
+	t.Run("decode sequence", func(t *testing.T) {
+		var b bytes.Buffer
+		for _, p := range []*plans.Plan{m4, m1} {
+			fmt.Fprintf(&b, "%s decode:\n", p.Header.Target.Chip)
+			for i, c := range p.Program("decode").Commands {
+				fmt.Fprintf(&b, "  %2d %-18s %s\n", i, c.Label, p.Pipelines[c.Pipeline].Kernel)
+			}
+		}
+		golden(t, "llama8b-2l.decode.txt", b.Bytes())
+	})
+}
+
+func TestCompileErrors(t *testing.T) {
+	dir := t.TempDir()
+	m4 := Options{Chip: chip(t, "m4-pro")}
+	t.Run("a weight type without a kernel names the tensor and wraps ErrNoKernel", func(t *testing.T) {
+		path := unsupportedModel(t, dir)
+		_, err := Compile(path, m4)
+		if !errors.Is(err, kernels.ErrNoKernel) {
+			t.Fatalf("err = %v, want ErrNoKernel", err)
+		}
+		if !strings.Contains(err.Error(), "blk.0.attn_q.weight: IQ2_XS has no GEMV kernel for m4-pro-20") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("an unknown architecture fails with ErrUnknownArch", func(t *testing.T) {
+		b := gguf.NewBuilder()
+		b.SetString("general.architecture", "mamba9")
+		path := filepath.Join(dir, "mamba.gguf")
+		if err := b.WriteFile(path, false); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Compile(path, m4)
+		if !errors.Is(err, specs.ErrUnknownArch) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a missing tensor fails naming it", func(t *testing.T) {
+		path := llamaWithout(t, dir, "blk.1.ffn_up.weight")
+		_, err := Compile(path, m4)
+		if !errors.Is(err, specs.ErrMissingTensor) || !strings.Contains(err.Error(), "blk.1.ffn_up.weight") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("a context beyond the format's limit fails with ErrOptions", func(t *testing.T) {
+		path := synthModel(t, t.TempDir(), synth.Options{Arch: "llama", Dim: 64, Layers: 1, Heads: 2, DType: dtype.F16, Seed: 1})
+		_, err := Compile(path, Options{Chip: m4.Chip, Ctx: plans.MaxCtx + 1})
+		if !errors.Is(err, ErrOptions) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+// craft rewrites a synthetic llama's header with gguf.Builder: the same
+// metadata, each tensor as zeros of the type retype gives it, those drop
+// names left out.
+func craft(t *testing.T, dir, name string, retype func(string, dtype.Type) dtype.Type, drop string) string {
+	t.Helper()
+	src := synthModel(t, t.TempDir(), synth.Options{Arch: "llama", Dim: 256, Layers: 2, Heads: 4, DType: dtype.Q8_0, Seed: 1})
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := gguf.NewBuilder()
+	for _, kv := range f.KVs {
+		if kv.Key != "general.alignment" {
+			b.Set(kv.Key, kv.Value)
+		}
+	}
+	for _, ti := range f.Tensors {
+		if ti.Name == drop {
+			continue
+		}
+		b.AddZeroTensor(ti.Name, retype(ti.Name, ti.Type), ti.Dims)
+	}
+	path := filepath.Join(dir, name)
+	if err := b.WriteFile(path, true); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func unsupportedModel(t *testing.T, dir string) string {
+	return craft(t, dir, "iq2.gguf", func(name string, dt dtype.Type) dtype.Type {
+		if strings.HasPrefix(name, "blk.") && dt == dtype.Q8_0 {
+			return dtype.IQ2_XS
+		}
+		return dt
+	}, "")
+}
+
+func llamaWithout(t *testing.T, dir, tensor string) string {
+	return craft(t, dir, "missing.gguf", func(_ string, dt dtype.Type) dtype.Type { return dt }, tensor)
+}
+
+// golden compares got with testdata/plans/name, rewriting it when
+// UPDATE_GOLDEN is set.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", "plans", name)
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `make plans` to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s drifted from what the compiler emits; review and run `make plans` (UPDATE_GOLDEN=1 go test ./compiler/)\n%s", path, firstDiff(string(want), string(got)))
+	}
+}
+
+func firstDiff(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, la[i], lb[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d lines", len(la), len(lb))
+}

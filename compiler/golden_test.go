@@ -1,0 +1,104 @@
+package compiler
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/plans"
+)
+
+// goldenChips are the targets every golden model is compiled for; the CPU
+// target's core count is fixed so that goldens do not depend on the machine.
+var goldenChips = []string{"m1", "m3-pro", "m4-max", "cpu-avx2:8"}
+
+// goldenProgram keeps a golden short: decode, sampled and the smallest
+// prefill bucket; the larger buckets differ from it only in rows and in the
+// kernels that depend on them (TestPrefillBuckets covers those).
+func goldenProgram(name string) bool {
+	return name == plans.ProgDecode || name == plans.ProgSampled || name == plans.PrefillName(8)
+}
+
+func TestGoldenPlans(t *testing.T) {
+	dir := t.TempDir()
+	models := []struct {
+		name string
+		path func() string
+	}{
+		{"stories260K", func() string { return sharedFile(t, "models", "stories260K.gguf") }},
+		{"llama-q8_0", func() string {
+			return synthModel(t, dir, synth.Options{Arch: "llama", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, DType: dtype.Q8_0, Seed: 7})
+		}},
+		{"qwen3-f16", func() string {
+			return synthModel(t, dir, synth.Options{Arch: "qwen3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, DType: dtype.F16, Tied: true, Seed: 7})
+		}},
+		{"gemma3-q4_0", func() string {
+			return synthModel(t, dir, synth.Options{Arch: "gemma3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 1, HeadDim: 64, FFN: 512, DType: dtype.Q4_0, Tied: true, Seed: 7})
+		}},
+	}
+	for _, m := range models {
+		t.Run(m.name, func(t *testing.T) {
+			path := m.path()
+			for _, c := range goldenChips {
+				p := compile(t, path, Options{Chip: chip(t, c), Ctx: 256})
+				short := *p
+				short.Programs = nil
+				for _, pr := range p.Programs {
+					if goldenProgram(pr.Name) {
+						short.Programs = append(short.Programs, pr)
+					}
+				}
+				var b bytes.Buffer
+				fmt.Fprintf(&b, "# %s compiled for %s, ctx 256; programs decode, sampled, prefill.8 of %d\n", m.name, c, len(p.Programs))
+				if err := short.Render(&b); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, fmt.Sprintf("%s.%s.txt", m.name, strings.ReplaceAll(c, ":", "-")), b.Bytes())
+			}
+		})
+	}
+}
+
+func TestPrefillBuckets(t *testing.T) {
+	path := llama8BPath(t, 2)
+	p := compile(t, path, Options{Chip: chip(t, "m4-pro")})
+	var got []string
+	for _, pr := range p.Programs {
+		if !strings.HasPrefix(pr.Name, plans.PrefillPrefix) {
+			continue
+		}
+		qkv := commandOf(p, pr.Name, "L0.attn.qkv")
+		att := commandOf(p, pr.Name, "L0.attn.attention")
+		lm := commandOf(p, pr.Name, "logits")
+		got = append(got, fmt.Sprintf("%s %s %s %s", pr.Name, p.Pipelines[qkv.Pipeline].Kernel,
+			p.Pipelines[att.Pipeline].Kernel, p.Pipelines[lm.Pipeline].Kernel))
+	}
+	want := []string{
+		"prefill.8 simd_gemm_small_q4_0 flash_attention_prefill_f16 gemv_wide_q4_0",
+		"prefill.32 simd_gemm_q4_0 flash_attention_prefill_f16 gemv_wide_q4_0",
+		"prefill.128 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
+		"prefill.512 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
+		"prefill.2048 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
+		"prefill.4096 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("prefill programs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func BenchmarkCompile8B(b *testing.B) {
+	path := llama8BPath(b, 32)
+	o := Options{Chip: chip(b, "m4-pro")}
+	if _, err := Compile(path, o); err != nil { // warm the spec registry
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := Compile(path, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

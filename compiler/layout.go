@@ -1,0 +1,125 @@
+package compiler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/plans"
+)
+
+// layoutPass creates the weight buffers and the derived ones.
+//
+// Assumes: fused graphs.
+// Guarantees: one weight buffer per tensor a graph reads, in first-use
+// order (decode graph first), pointing into the file (offset =
+// FileOffset, size = the tensor's bytes); one derived concat_rows buffer per
+// concat matmul (and one for its biases), its sources of one dtype (the
+// fusion condition same_weights) and sizes adding up. A tied LM head reads
+// the token embedding's buffer: no copy. No weight byte is read.
+func layoutPass(s *state) (string, error) {
+	s.plan = &plans.Plan{}
+	s.weights = map[string]uint32{}
+	s.derived = map[string]uint32{}
+	weight := func(name string) (uint32, error) {
+		if i, ok := s.weights[name]; ok {
+			return i, nil
+		}
+		t, ok := s.tensors[name]
+		if !ok {
+			return 0, fmt.Errorf("%s: %w: the program reads a tensor the file lacks", name, ErrUnsupported)
+		}
+		shape := make([]uint64, len(t.Dims))
+		copy(shape, t.Dims)
+		i := s.plan.AddBuffer(plans.Buffer{Name: name, Kind: plans.BufWeight, Size: uint64(t.Size),
+			DType: dtypeName(t.Type), Shape: shape, Tensor: name, Offset: uint64(t.FileOffset)})
+		s.weights[name] = i
+		return i, nil
+	}
+	var derived []*MatMul
+	for _, g := range s.graphs {
+		for _, n := range g.Nodes {
+			for _, name := range tensorsOf(n) {
+				if _, err := weight(name); err != nil {
+					return "", err
+				}
+			}
+			if mm, ok := n.(*MatMul); ok && mm.Concat {
+				derived = append(derived, mm)
+			}
+		}
+	}
+	nw := len(s.plan.Buffers)
+	for _, mm := range derived {
+		for _, part := range []struct {
+			names  []string
+			suffix string
+		}{{mm.Weights, ".weight"}, {mm.Biases, ".bias"}} {
+			if len(part.names) == 0 {
+				continue
+			}
+			name := mm.Label + part.suffix
+			if _, ok := s.derived[name]; ok {
+				continue
+			}
+			b := plans.Buffer{Name: name, Kind: plans.BufDerived, Recipe: plans.RecipeConcatRows}
+			var rows uint64
+			for j, src := range part.names {
+				w := &s.plan.Buffers[s.weights[src]]
+				if j == 0 {
+					b.DType = w.DType
+				} else if w.DType != b.DType {
+					return "", fmt.Errorf("%s: %w: concat_rows of %s and %s", name, ErrUnsupported, b.DType, w.DType)
+				}
+				b.Sources = append(b.Sources, s.weights[src])
+				b.Size += w.Size
+				rows += w.Shape[len(w.Shape)-1]
+			}
+			if part.suffix == ".weight" {
+				b.Shape = []uint64{uint64(mm.K), rows}
+			} else {
+				b.Shape = []uint64{rows}
+			}
+			s.derived[name] = s.plan.AddBuffer(b)
+		}
+	}
+	tied := ""
+	if s.hp.TiedOutput {
+		tied = ", LM head tied to the token embedding"
+	}
+	return fmt.Sprintf("%d weight buffers, %d derived%s", nw, len(s.plan.Buffers)-nw, tied), nil
+}
+
+// tensorsOf lists the tensors a node reads, in binding order.
+func tensorsOf(n Node) []string {
+	var out []string
+	add := func(names ...string) {
+		for _, s := range names {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	switch n := n.(type) {
+	case *Embed:
+		add(n.Table)
+	case *Norm:
+		add(n.Weight, n.Bias)
+	case *HeadNorm:
+		add(n.Weight)
+	case *MatMul:
+		add(n.Weights...)
+		add(n.Biases...)
+	case *Elementwise:
+		add(n.Bias)
+	case *Rope:
+		add(n.Factors, n.LongFactors)
+	case *RopeKV:
+		add(n.QNorm, n.KNorm, n.Factors, n.LongFactors)
+	case *Attention, *Split, *Tail:
+	}
+	return out
+}
+
+// dtypeName is the GGML type name in lower case, as plans write it.
+func dtypeName(t dtype.Type) string { return strings.ToLower(t.String()) }

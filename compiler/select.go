@@ -1,0 +1,205 @@
+package compiler
+
+import (
+	"fmt"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+)
+
+// program is one program of the plan as the later passes build it.
+type program struct {
+	name string
+	g    *Graph
+	rows int // tokens per replay: 1, or the prefill bucket
+	// kernels per node of g: none (a view), one, or two (the parallel
+	// decode attention and its reduction).
+	kernels [][]*kernels.Kernel
+}
+
+// rowsOf is the number of rows value v has in p.
+func (p *program) rowsOf(v ValueID) int {
+	if p.g.Values[v].One {
+		return 1
+	}
+	return p.rows
+}
+
+// selectPass picks the kernels of every program.
+//
+// Assumes: fused graphs, weight buffers.
+// Guarantees: every node but split has its kernel(s) from the catalog, for
+// the activation dtype (F16 on GPUs, F32 on CPUs): GEMV for one row
+// (standard, large-K or wide by tuning.GEMV), GEMM for prefill (small up to
+// 8 rows), decode attention chosen for the plan's maximum context, prefill
+// attention for the bucket. A weight type without a kernel fails naming the
+// tensor, wrapping kernels.ErrNoKernel.
+func selectPass(s *state) (string, error) {
+	s.progs = []*program{
+		{name: plans.ProgDecode, g: s.graphs[FormDecode], rows: 1},
+		{name: plans.ProgSampled, g: s.graphs[FormSampled], rows: 1},
+	}
+	for _, b := range s.buckets {
+		s.progs = append(s.progs, &program{name: plans.PrefillName(uint32(b)), g: s.graphs[FormBatch], rows: b})
+	}
+	distinct := map[string]bool{}
+	for _, p := range s.progs {
+		p.kernels = make([][]*kernels.Kernel, len(p.g.Nodes))
+		for i, n := range p.g.Nodes {
+			ks, err := s.selectNode(p, n)
+			if err != nil {
+				return "", err
+			}
+			p.kernels[i] = ks
+			for _, k := range ks {
+				distinct[k.Name] = true
+			}
+		}
+	}
+	return fmt.Sprintf("%d programs, %d distinct kernels", len(s.progs), len(distinct)), nil
+}
+
+func (s *state) find(sp kernels.Spec) ([]*kernels.Kernel, error) {
+	sp.Act = s.act
+	k, err := kernels.Find(sp)
+	if err != nil {
+		return nil, err
+	}
+	return []*kernels.Kernel{k}, nil
+}
+
+// f32Tensor holds norm weights, biases and RoPE factors to F32, as the
+// kernels read them.
+func (s *state) f32Tensor(names ...string) error {
+	for _, n := range names {
+		if t, ok := s.tensors[n]; ok && n != "" && t.Type != dtype.F32 {
+			return fmt.Errorf("%s: %w: %v; norm weights, biases and RoPE factors must be F32", n, ErrUnsupported, t.Type)
+		}
+	}
+	return nil
+}
+
+func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
+	switch n := n.(type) {
+	case *Embed:
+		dt := s.tensors[n.Table].Type
+		ks, err := s.find(kernels.Spec{Op: kernels.OpEmbedding, DType: dt})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v has no embedding kernel for %s: %w", n.Table, dt, s.opts.Chip, err)
+		}
+		return ks, nil
+	case *Norm:
+		if err := s.f32Tensor(n.Weight, n.Bias); err != nil {
+			return nil, err
+		}
+		sp := kernels.Spec{Op: kernels.OpRMSNorm}
+		if n.LN {
+			sp.Op = kernels.OpLayerNorm
+		}
+		if n.Residual {
+			sp.Variant = kernels.Residual
+		}
+		return s.find(sp)
+	case *HeadNorm:
+		if err := s.f32Tensor(n.Weight); err != nil {
+			return nil, err
+		}
+		return s.find(kernels.Spec{Op: kernels.OpHeadRMSNorm})
+	case *MatMul:
+		if err := s.f32Tensor(n.Biases...); err != nil {
+			return nil, err
+		}
+		dt := s.tensors[n.Weights[0]].Type
+		rows := p.rowsOf(n.Out[0])
+		if rows == 1 {
+			k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, n.SiLU, s.act)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v has no GEMV kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
+			}
+			return []*kernels.Kernel{k}, nil
+		}
+		if n.SiLU {
+			return nil, fmt.Errorf("%s: %w: no SiLU-fused GEMM (the silu_down rule is for decode)", n.Label, ErrUnsupported)
+		}
+		sp := kernels.Spec{Op: kernels.OpGEMM, DType: dt}
+		if rows <= 8 {
+			sp.Variant = kernels.Small
+		}
+		ks, err := s.find(sp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v has no GEMM kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
+		}
+		return ks, nil
+	case *Elementwise:
+		if err := s.f32Tensor(n.Bias); err != nil {
+			return nil, err
+		}
+		op, ok := map[string]kernels.Op{EwAdd: kernels.OpAdd, EwMul: kernels.OpMul, EwScale: kernels.OpScale,
+			EwSiLU: kernels.OpSiLU, EwGELU: kernels.OpGELU, EwSoftcap: kernels.OpSoftcap, EwBiasAdd: kernels.OpBiasAdd,
+			EwSiLUGate: kernels.OpSiLUGate, EwGELUGate: kernels.OpGELUGate}[n.Op]
+		if !ok {
+			return nil, fmt.Errorf("%s: no kernel for elementwise %s", n.Label, n.Op)
+		}
+		return s.find(kernels.Spec{Op: op})
+	case *Rope:
+		if err := s.f32Tensor(n.Factors, n.LongFactors); err != nil {
+			return nil, err
+		}
+		return s.find(kernels.Spec{Op: kernels.OpRoPE, Variant: ropeVariant(n.Style)})
+	case *RopeKV:
+		if err := s.f32Tensor(n.QNorm, n.KNorm, n.Factors, n.LongFactors); err != nil {
+			return nil, err
+		}
+		sp := kernels.Spec{Op: kernels.OpRoPEQKVWrite, Variant: ropeVariant(n.Style)}
+		if n.QNorm != "" {
+			sp.Op = kernels.OpHeadNormRoPEKVWrite
+		}
+		return s.find(sp)
+	case *Attention:
+		if p.rows == 1 {
+			k, err := kernels.SelectDecodeAttention(s.tuning, s.ctx, s.act)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Label, err)
+			}
+			if k.Variant&kernels.Parallel == 0 {
+				return []*kernels.Kernel{k}, nil
+			}
+			r, err := kernels.Find(kernels.Spec{Op: kernels.OpAttentionDecodeReduce, Act: s.act})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Label, err)
+			}
+			return []*kernels.Kernel{k, r}, nil
+		}
+		k, err := kernels.SelectPrefillAttention(s.tuning, p.rows, s.act)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", n.Label, err)
+		}
+		return []*kernels.Kernel{k}, nil
+	case *Split:
+		return nil, nil
+	case *Tail:
+		switch n.Op {
+		case TailLastRow:
+			return s.find(kernels.Spec{Op: kernels.OpCopy})
+		case TailToHost:
+			if s.act == dtype.F32 {
+				return s.find(kernels.Spec{Op: kernels.OpCopy})
+			}
+			return s.find(kernels.Spec{Op: kernels.OpConvert, DType: dtype.F32})
+		case TailSample:
+			return s.find(kernels.Spec{Op: kernels.OpGumbelTopK})
+		case TailArgmax:
+			return s.find(kernels.Spec{Op: kernels.OpArgmax})
+		}
+	}
+	return nil, fmt.Errorf("%s: %w: no kernel for %s", n.base().Label, ErrUnsupported, n.Kind())
+}
+
+func ropeVariant(st specs.RopeStyle) kernels.Variant {
+	if st == specs.RopeNeox {
+		return kernels.NeoX
+	}
+	return 0
+}
