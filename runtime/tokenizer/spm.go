@@ -12,10 +12,22 @@ type spmTables struct {
 	t       *Tokenizer
 	scores  []float32
 	byteTok [256]int32 // <0xXX>, else the one-byte token, else -1
+	// wordwise: no token has ▁ after a character other than ▁, so no
+	// merge can join a character to the ▁ after it, and the text can be
+	// merged one ▁-led word at a time with the same result (and without a
+	// heap the size of the text).
+	wordwise bool
 }
 
 func newSPMTables(t *Tokenizer) *spmTables {
-	s := &spmTables{t: t, scores: t.v.Scores}
+	s := &spmTables{t: t, scores: t.v.Scores, wordwise: true}
+	for _, tok := range t.v.Tokens {
+		for j := 1; j < len(tok) && s.wordwise; j++ {
+			if strings.HasPrefix(tok[j:], "\u2581") && !strings.HasSuffix(tok[:j], "\u2581") {
+				s.wordwise = false
+			}
+		}
+	}
 	for b := 0; b < 256; b++ {
 		s.byteTok[b] = -1
 		if id, ok := t.tokenID[byteTokenText(byte(b))]; ok {
@@ -67,6 +79,21 @@ func (s *spmTables) tokenize(ss *session, dst []int32, frag string, spacePrefix 
 	}
 	ss.buf = b
 	text := string(b)
+	if !s.wordwise {
+		return s.merge(ss, dst, text)
+	}
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == 0xE2 && strings.HasPrefix(text[i:], "\u2581") && !strings.HasSuffix(text[:i], "\u2581") {
+			dst = s.merge(ss, dst, text[start:i])
+			start = i
+		}
+	}
+	return s.merge(ss, dst, text[start:])
+}
+
+// merge tokenizes one stretch of escaped text.
+func (s *spmTables) merge(ss *session, dst []int32, text string) []int32 {
 	if text == "" {
 		return dst
 	}
