@@ -1,0 +1,69 @@
+package cpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// BenchmarkGEMV_<dtype> times gemv_<dtype>_f32 (a CPU plan's decode GEMV,
+// activation quantization included) on 1024×3072 (a small model's FFN
+// down projection) and 4096×14336 (an 8B model's), on one thread and on
+// all of them. b.SetBytes is the weight's bytes, so MB/s is the bandwidth
+// the GEMV streams its weights at.
+func benchGEMV(b *testing.B, dt dtype.Type) {
+	for _, shape := range [][2]int{{1024, 3072}, {4096, 14336}} {
+		for _, threads := range []int{1, runtime.NumCPU()} {
+			n, k := shape[0], shape[1]
+			b.Run(fmt.Sprintf("%dx%d/t%d", n, k, threads), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 1))
+				row, _ := weights(b, r, dt, 1, k)
+				w := Alloc(n * len(row))
+				for i := range n {
+					copy(w[i*len(row):], row)
+				}
+				h := newHarness(b, threads)
+				x, y := f32bytes(randFloats(r, k, 1)), Alloc(4*n)
+				name := kernels.GEMVName(dt, 0, dtype.F32)
+				e := h.bind(name, kernels.GEMVParams{N: uint32(n), K: uint32(k)}, nil, binds{"w": w, "x": x, "y": y})
+				b.SetBytes(int64(len(w)))
+				b.ResetTimer()
+				for range b.N {
+					e.Run()
+				}
+			})
+		}
+	}
+}
+
+func BenchmarkGEMV_f32(b *testing.B)  { benchGEMV(b, dtype.F32) }
+func BenchmarkGEMV_f16(b *testing.B)  { benchGEMV(b, dtype.F16) }
+func BenchmarkGEMV_bf16(b *testing.B) { benchGEMV(b, dtype.BF16) }
+func BenchmarkGEMV_q4_0(b *testing.B) { benchGEMV(b, dtype.Q4_0) }
+func BenchmarkGEMV_q4_1(b *testing.B) { benchGEMV(b, dtype.Q4_1) }
+func BenchmarkGEMV_q5_0(b *testing.B) { benchGEMV(b, dtype.Q5_0) }
+func BenchmarkGEMV_q5_1(b *testing.B) { benchGEMV(b, dtype.Q5_1) }
+func BenchmarkGEMV_q8_0(b *testing.B) { benchGEMV(b, dtype.Q8_0) }
+func BenchmarkGEMV_q4_k(b *testing.B) { benchGEMV(b, dtype.Q4_K) }
+func BenchmarkGEMV_q5_k(b *testing.B) { benchGEMV(b, dtype.Q5_K) }
+func BenchmarkGEMV_q6_k(b *testing.B) { benchGEMV(b, dtype.Q6_K) }
+
+// BenchmarkPoolWake is the cost of waking the workers for a split that
+// does nothing: what the parallelMinBytes threshold weighs against.
+func BenchmarkPoolWake(b *testing.B) {
+	p := newPool(runtime.NumCPU())
+	defer p.close()
+	t := &nopTask{}
+	for range b.N {
+		p.run(t, p.threads, 1, parallelMinBytes)
+	}
+}
+
+type nopTask struct{}
+
+func (*nopTask) do(_, _, _ int) {}
+

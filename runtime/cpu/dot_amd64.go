@@ -1,0 +1,81 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// The AVX2+FMA+F16C dot products (dot_amd64.s), installed when the CPU has
+// them; the portable ones stay otherwise, and the tests hold each twin to
+// its portable reference.
+
+//go:noescape
+func dotQ4_0AVX2(w, qs, d unsafe.Pointer, nb int) float32
+
+//go:noescape
+func dotQ8_0AVX2(w, qs, d unsafe.Pointer, nb int) float32
+
+//go:noescape
+func dotF16AVX2(w, x unsafe.Pointer, n int) float32
+
+//go:noescape
+func dotF32AVX2(w, x unsafe.Pointer, n int) float32
+
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+func init() {
+	if !haveAVX2 {
+		return
+	}
+	dotQ4_0 = dotQ4_0Asm
+	dotQ8_0 = dotQ8_0Asm
+	dotF16 = dotF16Asm
+	dotF32 = dotF32Asm
+}
+
+func dotQ4_0Asm(w []byte, qs []int8, d, _ []float32) float32 {
+	nb := len(d)
+	if nb == 0 {
+		return 0
+	}
+	_, _ = w[nb*18-1], qs[nb*qk-1]
+	return dotQ4_0AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), nb)
+}
+
+func dotQ8_0Asm(w []byte, qs []int8, d, _ []float32) float32 {
+	nb := len(d)
+	if nb == 0 {
+		return 0
+	}
+	_, _ = w[nb*34-1], qs[nb*qk-1]
+	return dotQ8_0AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), nb)
+}
+
+func dotF16Asm(w []uint16, x []float32) float32 {
+	n := len(x) &^ 15
+	var s float32
+	if n > 0 {
+		_ = w[n-1]
+		s = dotF16AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
+	}
+	for i := n; i < len(x); i++ {
+		s += f16tab[w[i]] * x[i]
+	}
+	return s
+}
+
+func dotF32Asm(w []float32, x []float32) float32 {
+	n := len(x) &^ 15
+	var s float32
+	if n > 0 {
+		_ = w[n-1]
+		s = dotF32AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
+	}
+	for i := n; i < len(x); i++ {
+		s += w[i] * x[i]
+	}
+	return s
+}

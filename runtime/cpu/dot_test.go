@@ -1,0 +1,49 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
+
+// The dispatched dot products (assembly where the CPU has it) against the
+// portable ones: integer sums are exact, so the quantized dots differ only
+// in float32 summation order (1e-5 relative of Σ|terms|); so do the float
+// ones.
+func TestDotTwinsMatchPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, k := range []int{32, 96, 1024, 4096 + 64} {
+		x := randFloats(r, k, 1)
+		q := &q8act{}
+		q.need(k)
+		quantizeQ8(x, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
+		for _, c := range []struct {
+			dt       dtype.Type
+			got, ref qdot
+		}{{dtype.Q4_0, dotQ4_0, dotQ4_0Go}, {dtype.Q8_0, dotQ8_0, dotQ8_0Go}, {dtype.Q6_K, dotQ6_K, dotQ6_KGo}} {
+			if k%c.dt.BlockSize() != 0 {
+				continue
+			}
+			w, _ := weights(t, r, c.dt, 1, k)
+			got, want := c.got(w, q.qs[:k], q.d[:k/qk], q.s[:k/qk]), c.ref(w, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
+			if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want)))*math.Sqrt(float64(k)) {
+				t.Errorf("%v k=%d: %g, portable %g", c.dt, k, got, want)
+			}
+		}
+		for _, kk := range []int{k, k - 5} {
+			wf := randFloats(r, kk, 1)
+			wh := make([]uint16, kk)
+			for i, v := range wf {
+				wh[i] = f2h(v)
+			}
+			if got, want := dotF32(wf, x[:kk]), dotF32Go(wf, x[:kk]); math.Abs(float64(got-want)) > 1e-4*math.Sqrt(float64(kk)) {
+				t.Errorf("f32 k=%d: %g, portable %g", kk, got, want)
+			}
+			if got, want := dotF16(wh, x[:kk]), dotF16Go(wh, x[:kk]); math.Abs(float64(got-want)) > 1e-4*math.Sqrt(float64(kk)) {
+				t.Errorf("f16 k=%d: %g, portable %g", kk, got, want)
+			}
+		}
+	}
+}
