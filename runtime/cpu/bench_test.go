@@ -66,4 +66,3 @@ func BenchmarkPoolWake(b *testing.B) {
 type nopTask struct{}
 
 func (*nopTask) do(_, _, _ int) {}
-
