@@ -3,6 +3,7 @@
 #   make demo   synthesize a small model, inspect it (compile and run come with the runtime)
 #   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
+#   make plans  regenerate the golden plan renderings (testdata/plans)
 #   make fuzz   long fuzzing: every FuzzXxx target of the module (FUZZTIME each, default 5m)
 
 GO       ?= go
@@ -10,7 +11,7 @@ FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-.PHONY: all build test unit fuzz fuzz-short lint demo llama clean
+.PHONY: all build test unit fuzz fuzz-short lint demo llama clean plans
 
 all: build
 
@@ -32,6 +33,10 @@ fuzz-short:
 
 fuzz:
 	@FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# Regenerate the golden plan renderings (testdata/plans); review the diff.
+plans:
+	UPDATE_GOLDEN=1 $(GO) test -count=1 -run 'Golden|Llama8B' ./compiler/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
