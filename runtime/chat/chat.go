@@ -73,7 +73,7 @@ type Limits struct {
 // DefaultLimits are generous for any real conversation (4000 turns of
 // Qwen3's template take 330,000 steps and 25 MB of values) and small enough
 // that a hostile template fails within a second or so.
-var DefaultLimits = Limits{MaxSteps: 5_000_000, MaxOutput: 16 << 20, MaxAlloc: 512 << 20, MaxDepth: 100}
+var DefaultLimits = Limits{MaxSteps: 5_000_000, MaxOutput: 16 << 20, MaxAlloc: 256 << 20, MaxDepth: 100}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxSteps <= 0 {

@@ -159,6 +159,7 @@ func fBatch(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	}
 	if len(cur) > 0 {
 		if a[1] != absent && a[1] != nil {
+			ip.room(off, 16*n)
 			for int64(len(cur)) < n {
 				cur = append(cur, a[1])
 			}

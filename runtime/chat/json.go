@@ -23,11 +23,18 @@ type jsonEncoder struct {
 	key      string
 }
 
+// check fails once the text written passes what the render may still
+// allocate: a wide indent over a long list grows fast.
+func (e *jsonEncoder) check() {
+	e.ip.room(e.off, int64(e.b.Len()))
+	if e.b.Len() > maxRepr {
+		fail(e.off, ErrLimit, "a value prints to more than %d bytes", maxRepr)
+	}
+}
+
 func (e *jsonEncoder) value(v any, depth int) {
 	deep(e.off, depth)
-	if e.b.Len() > int(e.ip.lim.MaxAlloc) {
-		e.ip.room(e.off, int64(e.b.Len()))
-	}
+	e.check()
 	switch x := v.(type) {
 	case nil:
 		e.b.WriteString("null")
@@ -68,6 +75,8 @@ func jsonFloat(f float64) string {
 
 func (e *jsonEncoder) newline(depth int) {
 	if e.pretty {
+		e.check()
+		e.ip.room(e.off, int64(e.b.Len())+int64(depth)*int64(len(e.indent)))
 		e.b.WriteByte('\n')
 		for i := 0; i < depth; i++ {
 			e.b.WriteString(e.indent)

@@ -187,18 +187,18 @@ func lstripLine(text string, lineStarting bool) string {
 	return text
 }
 
+// nextOpener finds the next "{{", "{%" or "{#" at or after from.
 func nextOpener(s string, from int) int {
-	for i := from; i+1 < len(s); i++ {
-		if s[i] == '{' && (s[i+1] == '{' || s[i+1] == '%' || s[i+1] == '#') {
+	for i := from; ; i++ {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 || i+j+1 >= len(s) {
+			return -1
+		}
+		i += j
+		if c := s[i+1]; c == '{' || c == '%' || c == '#' {
 			return i
 		}
-		if j := strings.IndexByte(s[i+1:], '{'); j < 0 {
-			return -1
-		} else {
-			i += j
-		}
 	}
-	return -1
 }
 
 // matchRawBegin matches `\s*raw\s*(-%}\s*|%})` at j (after "{%" and its

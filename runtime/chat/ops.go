@@ -61,25 +61,25 @@ func (ip *interp) arith(off int, op string, a, b any) any {
 }
 
 func (ip *interp) repeat(off int, v any, n int64) (any, bool) {
-	if n < 0 {
-		n = 0
+	n = max(n, 0)
+	// Check the size before building: 'x' * 10**12 must fail, not allocate.
+	budget := func(unit int) int {
+		if unit > 0 && n > (ip.lim.MaxAlloc-ip.alloc)/int64(unit) {
+			ip.room(off, -1)
+		}
+		ip.charge(off, unit*int(n))
+		return int(n)
 	}
 	switch x := v.(type) {
 	case string:
-		ip.room(off, int64(len(x))*n)
-		if len(x) > 0 && n > math.MaxInt32 {
-			ip.room(off, -1)
-		}
-		ip.charge(off, len(x)*int(n))
-		return strings.Repeat(x, int(n)), true
+		return strings.Repeat(x, budget(len(x))), true
 	case []any:
-		ip.room(off, 16*int64(len(x))*n)
-		if len(x) > 0 && n > math.MaxInt32 {
-			ip.room(off, -1)
+		if len(x) == 0 {
+			return []any{}, true
 		}
-		ip.charge(off, 16*len(x)*int(n))
-		out := make([]any, 0, len(x)*int(n))
-		for i := int64(0); i < n; i++ {
+		k := budget(16 * len(x))
+		out := make([]any, 0, len(x)*k)
+		for i := 0; i < k; i++ {
 			out = append(out, x...)
 		}
 		return out, true

@@ -238,8 +238,15 @@ func pyRepr(off int, v any) string {
 	return b.String()
 }
 
+// maxRepr bounds the text of one printed value: a list holding the same
+// long string many times is small to build and huge to print.
+const maxRepr = 64 << 20
+
 func writeRepr(b *strings.Builder, off int, v any, depth int) {
 	deep(off, depth)
+	if b.Len() > maxRepr {
+		fail(off, ErrLimit, "a value prints to more than %d bytes", maxRepr)
+	}
 	switch x := v.(type) {
 	case nil:
 		b.WriteString("None")
