@@ -135,9 +135,9 @@ func (b *bpeTables) tokenize(s *session, dst []int32, frag string) []int32 {
 	if v.Model == ModelWhitespace {
 		// Whitespace separates words and is dropped; each word is
 		// pre-tokenized and merged on its own.
-		cps, clean := runes(s.split.cps, frag)
-		s.split.cps = cps
-		word := s.buf[:0]
+		// (own buffers: tokenizeText reuses the session's)
+		cps, _ := runes(nil, frag)
+		var word []byte
 		for _, r := range cps {
 			if flagsOf(r)&cWhitespace != 0 {
 				if len(word) > 0 {
@@ -154,8 +154,6 @@ func (b *bpeTables) tokenize(s *session, dst []int32, frag string) []int32 {
 		if len(word) > 0 {
 			dst = b.tokenizeText(s, dst, string(word))
 		}
-		_ = clean
-		s.buf = word[:0]
 		return dst
 	}
 	return b.tokenizeText(s, dst, frag)

@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		return nil, err
 	}
 	t := &Tokenizer{v: v, tokenID: make(map[string]int32, len(v.Tokens))}
+	t.v.EOG = slices.Sorted(slices.Values(v.EOG)) // IsEOG searches it; the caller's slice stays as it was
 	for i, s := range v.Tokens {
 		if j, dup := t.tokenID[s]; dup {
 			return nil, fmt.Errorf("tokenizer: %w: tokens %d and %d are both %q", ErrInvalidVocab, j, i, s)

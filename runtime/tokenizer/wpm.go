@@ -1,5 +1,7 @@
 package tokenizer
 
+//go:generate sh -c "python3 gen_nfd.py > nfd_table.go"
+
 import "sort"
 
 // WordPiece as llama.cpp runs BERT vocabularies: the normalizer lowercases
