@@ -19,6 +19,10 @@ import (
 
 const qk = 32 // elements per activation block
 
+// roundMagic is 1.5·2^23: adding and subtracting it rounds a float32 of
+// magnitude < 2^22 to an integer, ties to even.
+const roundMagic float32 = 12582912
+
 // q8act is a quantized activation: qs[i] ≈ x[i] / d[i/32], and s[b] is
 // d[b]·Σ qs of block b, the term the weight types with a minimum (Q4_1,
 // Q5_1, Q4_K, Q5_K) need.
@@ -52,7 +56,9 @@ func quantizeQ8(x []float32, qs []int8, d, s []float32) {
 		q := qs[b*qk : b*qk+qk]
 		var sum int32
 		for j, v := range xb {
-			r := int8(math.Round(float64(v * id)))
+			// Round to nearest even by the 1.5·2^23 trick (|v·id| ≤ 127),
+			// as ggml's SIMD quantizer rounds; float32 arithmetic, no call.
+			r := int8(int32((v*id + roundMagic) - roundMagic))
 			q[j] = r
 			sum += int32(r)
 		}
