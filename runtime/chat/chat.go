@@ -68,12 +68,15 @@ type Limits struct {
 	MaxOutput int   // bytes of rendered text
 	MaxAlloc  int64 // bytes of strings and lists built along the way, in total
 	MaxDepth  int   // nested macro calls
+	// MaxTime is the backstop for what the step count misses; it makes the
+	// outcome of a render that comes near it depend on the machine.
+	MaxTime time.Duration
 }
 
 // DefaultLimits are generous for any real conversation (4000 turns of
 // Qwen3's template take 330,000 steps and 25 MB of values) and small enough
 // that a hostile template fails within a second or so.
-var DefaultLimits = Limits{MaxSteps: 5_000_000, MaxOutput: 16 << 20, MaxAlloc: 256 << 20, MaxDepth: 100}
+var DefaultLimits = Limits{MaxSteps: 5_000_000, MaxOutput: 16 << 20, MaxAlloc: 256 << 20, MaxDepth: 100, MaxTime: 10 * time.Second}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxSteps <= 0 {
@@ -87,6 +90,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultLimits.MaxDepth
+	}
+	if l.MaxTime <= 0 {
+		l.MaxTime = DefaultLimits.MaxTime
 	}
 	return l
 }
@@ -135,7 +141,7 @@ func (t *Template) render(vars map[string]any, lim Limits, now time.Time) (out s
 	if now.IsZero() {
 		now = time.Now()
 	}
-	ip := &interp{out: &strings.Builder{}, lim: lim, now: now}
+	ip := &interp{out: &strings.Builder{}, lim: lim, now: now, deadline: time.Now().Add(lim.MaxTime)}
 	defer catch(t.src, t.name, &err)
 	globals := newScope(builtinScope(ip))
 	for k, v := range vars {

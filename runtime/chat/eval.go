@@ -76,6 +76,8 @@ type interp struct {
 	alloc     int64
 	calls     int
 	now       time.Time
+	deadline  time.Time // start + Limits.MaxTime
+	nextCheck int       // the step count at which to look at the clock again
 }
 
 type flow uint8
@@ -89,16 +91,29 @@ const (
 // step counts one unit of work against Limits.MaxSteps.
 func (ip *interp) step(off int) {
 	ip.steps++
-	if ip.steps > ip.lim.MaxSteps {
-		fail(off, ErrLimit, "rendering took more than %d steps", ip.lim.MaxSteps)
+	if ip.steps > ip.lim.MaxSteps || ip.steps >= ip.nextCheck {
+		ip.checkSteps(off)
 	}
 }
 
 // work counts n units of work at once (scans over long lists and strings).
 func (ip *interp) work(off, n int) {
 	ip.steps += n
+	if ip.steps > ip.lim.MaxSteps || ip.steps < 0 || ip.steps >= ip.nextCheck {
+		ip.checkSteps(off)
+	}
+}
+
+// checkSteps enforces MaxSteps, and every 1024 steps MaxTime: the clock is
+// the backstop for work the step count sees too coarsely (comparing two
+// long strings is one step).
+func (ip *interp) checkSteps(off int) {
 	if ip.steps > ip.lim.MaxSteps || ip.steps < 0 {
 		fail(off, ErrLimit, "rendering took more than %d steps", ip.lim.MaxSteps)
+	}
+	ip.nextCheck = ip.steps + 1024
+	if !ip.deadline.IsZero() && time.Now().After(ip.deadline) {
+		fail(off, ErrLimit, "rendering took more than %v", ip.lim.MaxTime)
 	}
 }
 
@@ -581,6 +596,7 @@ func (ip *interp) getitem(off int, obj any, key any) any {
 		}
 	case string:
 		if i, ok := asInt(key); ok {
+			ip.work(off, len(o)/256)
 			if isASCII(o) {
 				if i < 0 {
 					i += int64(len(o))
@@ -700,6 +716,7 @@ func (ip *interp) slice(s *sliceExpr, obj any, sc *scope) any {
 		}
 		return out
 	case string:
+		ip.work(s.off, len(o)/256)
 		if isASCII(o) && step == 1 {
 			is := pick(len(o))
 			if len(is) == 0 {

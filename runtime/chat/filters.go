@@ -178,6 +178,7 @@ func fLength(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	bindArgs(off, "length", args, kw)
 	switch x := v.(type) {
 	case string:
+		ip.work(off, len(x)/256)
 		return int64(strLen(x))
 	case []any:
 		return int64(len(x))
@@ -458,6 +459,8 @@ func (ip *interp) attrPath(off int, v any, path any, def ...any) any {
 
 func fList(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	items := ip.iterate(off, v)
+	ip.work(off, len(items)/16)
+	ip.charge(off, 16*len(items))
 	out := make([]any, len(items))
 	copy(out, items)
 	return out
@@ -512,6 +515,7 @@ func fMinMax(isMax bool) filterFn {
 			return foldCase(x, cs)
 		}
 		best := items[0]
+		ip.work(off, len(items))
 		for _, it := range items[1:] {
 			c := compare(off, "<", key(it), key(best), 0)
 			if (isMax && c > 0) || (!isMax && c < 0) {
@@ -583,6 +587,8 @@ func fReverse(ip *interp, off int, v any, args []any, kw []kwVal) any {
 		fail(off, ErrRender, "argument must be iterable")
 	}
 	items := ip.iterate(off, v)
+	ip.work(off, len(items)/16)
+	ip.charge(off, 16*len(items))
 	out := make([]any, len(items))
 	for i, it := range items {
 		out[len(items)-1-i] = it
@@ -638,6 +644,7 @@ func fSum(ip *interp, off int, v any, args []any, kw []kwVal) any {
 	a := bindArgs(off, "sum", args, kw, "attribute", "start")
 	acc := argOr(a[1], int64(0))
 	for _, it := range ip.iterate(off, v) {
+		ip.step(off)
 		if a[0] != absent && a[0] != nil {
 			it = ip.attrPath(off, it, a[0])
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A chat template comes with a downloaded model: it is untrusted input. These
@@ -31,6 +32,8 @@ func TestHostileTemplatesHitALimit(t *testing.T) {
 		{"expressions nested too deep do not parse", "{{ " + strings.Repeat("(", 10000) + "1" + strings.Repeat(")", 10000) + " }}"},
 		{"unary operators nested too deep do not parse", "{{ " + strings.Repeat("not ", 10000) + "1 }}"},
 		{"blocks nested too deep do not parse", strings.Repeat("{% if true %}", 10000) + strings.Repeat("{% endif %}", 10000)},
+		{"scanning a long string over and over is counted", "{% set s = 'x' * 10000000 %}{% for i in range(100000) %}{% set n = s | length %}{% set c = s[-1] %}{% endfor %}"},
+		{"copying a long list over and over is counted", "{% set xs = range(100000) | list %}{% for i in range(100000) %}{% set ys = xs | list %}{% endfor %}"},
 		{"quadratic membership tests are counted", "{% set xs = range(100000) | list %}{% for i in range(100000) %}{% if -1 in xs %}{% endif %}{% endfor %}"},
 	}
 	for _, c := range cases {
@@ -53,6 +56,7 @@ func TestLimitsCanBeTightened(t *testing.T) {
 		{"MaxOutput", "{% for i in range(100) %}xx{% endfor %}", Limits{MaxOutput: 100}},
 		{"MaxAlloc", "{{ 'x' * 1000 }}", Limits{MaxAlloc: 500}},
 		{"MaxDepth", "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(10) }}", Limits{MaxDepth: 5}},
+		{"MaxTime", "{% set s = 'x' * 100000 %}{% set t = 'x' * 100000 %}{% for i in range(4000) %}{% if s == t %}{% endif %}{% endfor %}", Limits{MaxTime: time.Microsecond}},
 	}
 	for _, c := range cases {
 		t.Run(c.name+" stops a template that stays under the default", func(t *testing.T) {
