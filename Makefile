@@ -1,6 +1,6 @@
 # akunu: the compiler (akunuc) and the runtime (akunu).
 #
-#   make demo   synthesize a small model, inspect it (compile and run come with the runtime)
+#   make demo   synthesize a small model, inspect it, compile it for two chips and diff the plans
 #   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
 #   make plans  regenerate the golden plan renderings (testdata/plans)
@@ -49,6 +49,10 @@ demo: build
 	@mkdir -p $(DEMO)
 	$(BIN)/akunuc synth --arch llama --dim 256 --layers 4 --heads 8 --kv-heads 4 --ffn 768 --dtype q8_0 --seed 1 -o $(DEMO)/demo.gguf
 	$(BIN)/akunuc inspect $(DEMO)/demo.gguf
+	$(BIN)/akunuc compile $(DEMO)/demo.gguf --chip m1 -o $(DEMO)/demo.m1.plan
+	$(BIN)/akunuc compile $(DEMO)/demo.gguf --chip m4-pro -o $(DEMO)/demo.m4-pro.plan
+	$(BIN)/akunuc inspect --summary $(DEMO)/demo.m4-pro.plan
+	$(BIN)/akunuc diff $(DEMO)/demo.m1.plan $(DEMO)/demo.m4-pro.plan | head -40; true
 
 clean:
 	rm -rf $(BIN) $(DEMO)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/akunu-dev/akunu/compiler"
+	"github.com/akunu-dev/akunu/compiler/modelinfo"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+func init() {
+	register(command{
+		name:    "compile",
+		summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
+		usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [-v]",
+		run:     runCompile,
+	})
+}
+
+func runCompile(ctx *cli, args []string) error {
+	fs := newFlags(ctx, commands["compile"])
+	out := fs.String("o", "", "output plan (default: MODEL with .plan)")
+	chip := fs.String("chip", "auto", "target chip profile (akunuc chips lists them), or auto to detect this machine")
+	cores := fs.Int("cores", 0, "core count: picks an Apple GPU bin or sets a CPU target's threads (0: the profile's own or this machine's)")
+	maxCtx := fs.Int("ctx", 0, "maximum context the plan holds (default: the model's training context, at most 4096)")
+	verbose := fs.Bool("v", false, "print each compiler pass and its time")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, len(pos))
+	}
+	model := pos[0]
+	if *out == "" {
+		*out = strings.TrimSuffix(model, filepath.Ext(model)) + ".plan"
+	}
+
+	var prof chips.Profile
+	if *chip == "auto" {
+		var found string
+		if prof, found, err = chips.Detect(); err != nil {
+			return fmt.Errorf("--chip auto: %w (name a target with --chip; akunuc chips lists them)", err)
+		}
+		if *cores != 0 {
+			if prof, err = chips.Resolve(prof.Name, *cores); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(ctx.stderr, "akunuc: --chip auto: %s → %s\n", strings.ReplaceAll(strings.TrimSpace(found), "\n", "; "), prof)
+	} else if prof, err = chips.Resolve(*chip, *cores); err != nil {
+		return err
+	}
+
+	o := compiler.Options{Chip: prof, Ctx: *maxCtx}
+	if *verbose {
+		o.Verbose = ctx.stderr
+	}
+	start := time.Now()
+	p, err := compiler.Compile(model, o)
+	if err != nil {
+		return err
+	}
+	if err := plans.WriteFile(*out, p); err != nil {
+		return err
+	}
+	st, err := os.Stat(*out)
+	if err != nil {
+		return err
+	}
+	var cmds int
+	for _, pr := range p.Programs {
+		cmds += len(pr.Commands)
+	}
+	fmt.Fprintf(ctx.stdout, "wrote %s: %s for %s, context %d, %d programs, %d commands, %s, in %s\n",
+		*out, p.Model.HParams.Arch, prof, p.Model.HParams.Ctx, len(p.Programs), cmds,
+		modelinfo.Bytes(st.Size()), time.Since(start).Round(time.Millisecond))
+	return nil
+}
