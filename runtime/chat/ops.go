@@ -83,6 +83,9 @@ func (ip *interp) repeat(off int, v any, n int64) (any, bool) {
 			out = append(out, x...)
 		}
 		return out, true
+	case tuple:
+		l, _ := ip.repeat(off, []any(x), n)
+		return tuple(l.([]any)), true
 	}
 	return nil, false
 }

@@ -64,6 +64,8 @@ func (ip *interp) test(off int, name string, v any, args []any, kw []kwVal) bool
 		switch v.(type) {
 		case string, []any, tuple, *dict, *undef:
 			return true
+		case *iterator:
+			return name == "iterable" // a generator has no length
 		}
 		return false
 	case "callable":
@@ -78,8 +80,13 @@ func (ip *interp) test(off int, name string, v any, args []any, kw []kwVal) bool
 		return caseIs(pyStr(off, v), name == "upper")
 	case "even", "odd":
 		none()
+		// Jinja: even is value % 2 == 0, odd is value % 2 == 1 (so -1.5
+		// is neither).
 		r := ip.arith(off, "%", v, int64(2))
-		return equal(off, r, int64(0), 0) == (name == "even")
+		if name == "even" {
+			return equal(off, r, int64(0), 0)
+		}
+		return equal(off, r, int64(1), 0)
 	case "divisibleby":
 		d := ip.arith(off, "%", v, one())
 		return !truthy(d)
