@@ -124,7 +124,7 @@ func (ip *interp) numeric(off int, op string, a, b any) any {
 		}
 		return r
 	case "**":
-		return math.Pow(x, y)
+		return floatPow(off, x, y)
 	}
 	fail(off, ErrRender, "unknown operator %s", op)
 	return nil
@@ -186,7 +186,7 @@ func intOp(off int, op string, a, b int64) any {
 		return r
 	case "**":
 		if b < 0 {
-			return math.Pow(float64(a), float64(b))
+			return floatPow(off, float64(a), float64(b))
 		}
 		switch a {
 		case 0:
@@ -216,6 +216,18 @@ func intOp(off int, op string, a, b int64) any {
 	}
 	fail(off, ErrRender, "unknown operator %s", op)
 	return nil
+}
+
+// floatPow is Python's float **: zero to a negative power is an error, and
+// a negative base to a fractional power (a complex number) is refused.
+func floatPow(off int, x, y float64) float64 {
+	if x == 0 && y < 0 {
+		fail(off, ErrRender, "0.0 cannot be raised to a negative power")
+	}
+	if x < 0 && y != math.Trunc(y) {
+		fail(off, ErrUnsupported, "complex numbers are not supported")
+	}
+	return math.Pow(x, y)
 }
 
 func abs64(x int64) int64 {
