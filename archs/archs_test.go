@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/archs"
+	"github.com/akunu-dev/akunu/runtime/chat"
 	"github.com/akunu-dev/akunu/specs"
 )
 
@@ -62,5 +63,27 @@ func TestTheSevenFamiliesAreCovered(t *testing.T) {
 	}
 	if names := r.Names(); strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("names %v, want %v (base is abstract)", names, want)
+	}
+}
+
+// TestChatTemplatesNameBuiltins holds every spec's chat_template to the
+// formats runtime/chat has, and the families that have a single format to
+// naming it.
+func TestChatTemplatesNameBuiltins(t *testing.T) {
+	reg, err := specs.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"qwen2": "chatml", "qwen3": "chatml", "gemma": "gemma", "gemma2": "gemma", "gemma3": "gemma"}
+	for _, name := range reg.Names() {
+		a, _ := reg.Spec(name)
+		if a.ChatTemplate != "" {
+			if _, ok := chat.Builtin(a.ChatTemplate); !ok {
+				t.Errorf("%s: chat_template %q is no built-in (have %v)", a.File, a.ChatTemplate, chat.BuiltinNames())
+			}
+		}
+		if w, ok := want[name]; ok && a.ChatTemplate != w {
+			t.Errorf("%s: chat_template %q, want %q", a.File, a.ChatTemplate, w)
+		}
 	}
 }

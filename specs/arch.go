@@ -9,6 +9,10 @@ type Arch struct {
 	Doc           string
 	Abstract      bool     // a base for other specs; matches no model
 	Chain         []string // the spec, then its ancestors
+	// ChatTemplate names the built-in chat format (runtime/chat: chatml,
+	// llama3, gemma) for models of the family that ship no
+	// tokenizer.chat_template; "" when the family has no single format.
+	ChatTemplate string
 
 	archPos      Pos
 	ropeStyle    string

@@ -219,6 +219,9 @@ func merge(chain []*specFile) *Arch {
 		if sf.ropeStyle != "" {
 			a.ropeStyle, a.ropeStylePos = sf.ropeStyle, sf.ropeStylePos
 		}
+		if sf.chatTemplate != "" {
+			a.ChatTemplate = sf.chatTemplate
+		}
 		a.hparams = mergeNamed(a.hparams, sf.hparams,
 			func(d *hparamDecl) string { return d.name }, func(d *hparamDecl) bool { return d.deleted })
 		a.tensors = mergeNamed(a.tensors, sf.tensors,

@@ -29,6 +29,7 @@ type specFile struct {
 	doc           string
 	ropeStyle     string
 	ropeStylePos  Pos
+	chatTemplate  string
 
 	hparams  []*hparamDecl // in file order; deleted entries remove inherited ones
 	require  []*requireDecl
@@ -101,7 +102,7 @@ type block struct {
 	deleted bool
 }
 
-var topFields = []string{"inherit", "abstract", "architectures", "doc", "rope_style",
+var topFields = []string{"inherit", "abstract", "architectures", "doc", "rope_style", "chat_template",
 	"hparams", "require", "tensors", "prologue", "layer", "epilogue"}
 
 var reYAMLErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -150,6 +151,8 @@ func parseFile(name, file string, src []byte) (*specFile, error) {
 			sf.doc = d.str(v, key)
 		case "rope_style":
 			sf.ropeStyle, sf.ropeStylePos = d.str(v, key), d.pos(v)
+		case "chat_template":
+			sf.chatTemplate = d.str(v, key)
 		case "hparams":
 			sf.hparams = d.hparams(v)
 		case "require":

@@ -56,16 +56,6 @@ var builtins = map[string]string{
 {%- endif -%}`,
 }
 
-// hints maps other names a caller may have for a format (GGUF
-// general.architecture values whose family has a single chat format) to a
-// built-in. "llama" is deliberately absent: Llama 2 and Llama 3 share the
-// architecture but not the format.
-var hints = map[string]string{
-	"qwen": "chatml", "qwen2": "chatml", "qwen2moe": "chatml", "qwen3": "chatml", "qwen3moe": "chatml",
-	"llama-3": "llama3", "llama3.1": "llama3", "llama3.2": "llama3", "llama3.3": "llama3",
-	"gemma2": "gemma", "gemma3": "gemma", "gemma-2": "gemma", "gemma-3": "gemma",
-}
-
 // Builtin returns the built-in template called name ("chatml", "llama3",
 // "gemma").
 func Builtin(name string) (*Template, bool) {
@@ -92,8 +82,9 @@ func BuiltinNames() []string {
 
 // Select picks the template to render a model's conversations with: the
 // model's own (modelTemplate, its tokenizer.chat_template) when it has one;
-// otherwise the built-in that hint names, either directly ("chatml") or by
-// architecture ("qwen2", "gemma3"); otherwise ErrNoTemplate. A model
+// otherwise the built-in that hint names ("chatml"; the architecture spec's
+// chat_template field says which one a family uses, so this package knows
+// no architecture); otherwise ErrNoTemplate. A model
 // template that does not parse is an error, not a reason to fall back: a
 // wrong format would quietly degrade every answer.
 func Select(modelTemplate, hint string) (*Template, error) {
@@ -101,9 +92,6 @@ func Select(modelTemplate, hint string) (*Template, error) {
 		return Parse(modelTemplate)
 	}
 	h := strings.ToLower(strings.TrimSpace(hint))
-	if alias, ok := hints[h]; ok {
-		h = alias
-	}
 	if t, ok := Builtin(h); ok {
 		return t, nil
 	}

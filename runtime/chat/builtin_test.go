@@ -105,9 +105,7 @@ func TestSelectPrefersTheModelsTemplate(t *testing.T) {
 		{"the model's template wins over any hint", "{{ 'own' }}", "chatml", "tokenizer.chat_template", nil},
 		{"without one, a built-in name is taken", "", "gemma", "builtin:gemma", nil},
 		{"hints are case- and space-insensitive", "  \n", " ChatML ", "builtin:chatml", nil},
-		{"an architecture with a single format picks it", "", "qwen2", "builtin:chatml", nil},
-		{"gemma3 picks gemma", "", "gemma3", "builtin:gemma", nil},
-		{"llama is ambiguous and picks nothing", "", "llama", "", ErrNoTemplate},
+		{"a hint that names no built-in is an error", "", "vicuna", "", ErrNoTemplate},
 		{"no template and no hint is an error", "", "", "", ErrNoTemplate},
 		{"a broken model template is an error, not a fallback", "{% if %}", "chatml", "", ErrSyntax},
 	}
