@@ -40,13 +40,13 @@ func Example() *Plan {
 		Model: ModelFile{File: "example.gguf", HeaderSHA256: sha256.Sum256([]byte("example.gguf header")), DataOffset: dataOffset},
 	}
 	p.Model.HParams = HParams{
-		Arch: "llama", Dim: dim, Layers: layers, Heads: heads, KVHeads: kvHeads, HeadDim: headDim,
+		Arch: "llama", Dim: dim, Layers: layers, Heads: heads, KVHeads: kvHeads, HeadDim: headDim, // akunu:not-arch: example data, not a branch
 		FFN: ffn, Vocab: vocab, Ctx: ctx, NormEps: 1e-5,
 		RopeStyle: "norm", RopeBase: 10000, RopeDim: headDim, RopeScaling: "none",
 		TiedOutput: true,
 	}
 	tok := &p.Model.Tokenizer
-	*tok = Tokenizer{Model: "llama", Pre: "default", BOS: 1, EOS: 2, EOT: -1, UNK: 0, PAD: -1,
+	*tok = Tokenizer{Model: "llama", Pre: "default", BOS: 1, EOS: 2, EOT: -1, UNK: 0, PAD: -1, // akunu:not-arch: the SentencePiece tokenizer model
 		AddBOS: true, AddSpacePrefix: true,
 		ChatTemplate: "{% for m in messages %}{{ m.content }}{% endfor %}"}
 	for i := range vocab {

@@ -6,6 +6,10 @@ import (
 	"strings"
 )
 
+// gemmaFormat is the name of the Gemma chat format (it is also the name of
+// an architecture, which this package never branches on).
+const gemmaFormat = "gemma" // akunu:not-arch: a chat format's name
+
 // Built-in templates, for models whose GGUF has no tokenizer.chat_template.
 // They are ours, written in the same Jinja subset and rendered by the same
 // interpreter, so they are held to the same tests. Each renders only role and
@@ -36,7 +40,7 @@ var builtins = map[string]string{
 	// strictly alternating from the user. Gemma has no system role; as Gemma
 	// 3's own template does, a leading system message is put at the top of
 	// the first user turn (Gemma 2's refuses it instead).
-	"gemma": `{{- bos_token -}}
+	gemmaFormat: `{{- bos_token -}}
 {%- if messages and messages[0]['role'] == 'system' -%}
   {%- set prefix = messages[0]['content'] | trim + '\n\n' -%}
   {%- set turns = messages[1:] -%}
