@@ -82,12 +82,18 @@ func (s *spmTables) tokenize(ss *session, dst []int32, frag string, spacePrefix 
 	if !s.wordwise {
 		return s.merge(ss, dst, text)
 	}
-	start := 0
-	for i := 1; i < len(text); i++ {
-		if text[i] == 0xE2 && strings.HasPrefix(text[i:], "\u2581") && !strings.HasSuffix(text[:i], "\u2581") {
-			dst = s.merge(ss, dst, text[start:i])
-			start = i
+	// Cut before each symbol that is ▁ where the symbol before does not end
+	// in ▁ (symbols as merge cuts them: by lead bytes, so that invalid
+	// UTF-8 swallows the same bytes here as there).
+	start, prev := 0, 0
+	for off := 0; off < len(text); {
+		n := min(utf8Len(text[off]), len(text)-off)
+		if off > 0 && strings.HasPrefix(text[off:], "\u2581") && !strings.HasSuffix(text[prev:off], "\u2581") {
+			dst = s.merge(ss, dst, text[start:off])
+			start = off
 		}
+		prev = off
+		off += n
 	}
 	return s.merge(ss, dst, text[start:])
 }

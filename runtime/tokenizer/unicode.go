@@ -66,7 +66,8 @@ func computeFlags(r rune) uint16 {
 		f = cSymbol
 	case unicode.Is(unicode.Z, r):
 		f = cSeparator
-	case unicode.Is(unicode.C, r):
+	case unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Co, r) || unicode.Is(unicode.Cs, r):
+		// (not unicode.C, which counts unassigned codepoints too)
 		f = cControl
 	default:
 		f = cUndefined
