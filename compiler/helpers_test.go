@@ -42,15 +42,17 @@ func synthModel(t testing.TB, dir string, o synth.Options) string {
 	return path
 }
 
-// sharedFile finds a file under ../shared, skipping the test without it.
+// sharedFile finds a file under ../shared. A missing file fails the test:
+// the shared data is part of every checkout CI runs, and a skipped golden
+// proves nothing.
 func sharedFile(t testing.TB, elem ...string) string {
 	t.Helper()
 	p, err := llamacpp.SharedPath(elem...)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("%s: %v", p, err)
+		t.Fatalf("%s: %v", p, err)
 	}
 	return p
 }
