@@ -120,12 +120,19 @@ func (t *Tokenizer) Detokenize(ids []int32, special bool) string {
 // implements it, in three passes over the bytes: (1) a space before ? ! . ,
 // goes; (2) in " ' " both spaces go; (3) a space before 's 'm 're 've goes.
 // The first byte is never looked at as the one after a space.
-func cleanSpaces(t []byte) []byte {
+func cleanSpaces(t []byte) []byte { return cleanSpacesWith(t, nil, nil) }
+
+// cleanSpacesWith is cleanSpaces with scratch buffers for the passes; it
+// overwrites t and returns a prefix of it.
+func cleanSpacesWith(t []byte, u, w *[]byte) []byte {
 	if len(t) == 0 {
 		return t
 	}
+	if u == nil {
+		u, w = new([]byte), new([]byte)
+	}
 	// (1)
-	u := make([]byte, 0, len(t))
+	ub := (*u)[:0]
 	for i := 0; i < len(t); i++ {
 		if t[i] == ' ' && i+1 < len(t) {
 			switch t[i+1] {
@@ -133,32 +140,32 @@ func cleanSpaces(t []byte) []byte {
 				continue
 			}
 		}
-		u = append(u, t[i])
+		ub = append(ub, t[i])
 	}
 	// (2) A space removed as the one after an apostrophe no longer counts
 	// as the space before the next character.
-	w := append(make([]byte, 0, len(u)), u[0])
+	wb := append((*w)[:0], ub[0])
 	eaten := false
-	for i := 1; i < len(u); i++ {
-		x := u[i]
-		prevSpace := u[i-1] == ' ' && !eaten
+	for i := 1; i < len(ub); i++ {
+		x := ub[i]
+		prevSpace := ub[i-1] == ' ' && !eaten
 		eaten = false
-		if x == '\'' && i+1 < len(u) && prevSpace && u[i+1] == ' ' {
-			w = w[:len(w)-1]
+		if x == '\'' && i+1 < len(ub) && prevSpace && ub[i+1] == ' ' {
+			wb = wb[:len(wb)-1]
 			i++
 			eaten = true
 		}
-		w = append(w, x)
+		wb = append(wb, x)
 	}
 	// (3)
-	out := append(t[:0], w[0])
-	for i := 1; i < len(w); i++ {
-		x := w[i]
-		if x == '\'' && w[i-1] == ' ' && i+1 < len(w) {
-			x1 := w[i+1]
+	out := append(t[:0], wb[0])
+	for i := 1; i < len(wb); i++ {
+		x := wb[i]
+		if x == '\'' && wb[i-1] == ' ' && i+1 < len(wb) {
+			x1 := wb[i+1]
 			drop := x1 == 's' || x1 == 'm'
-			if !drop && i+2 < len(w) {
-				x2 := w[i+2]
+			if !drop && i+2 < len(wb) {
+				x2 := wb[i+2]
 				drop = (x1 == 'r' || x1 == 'v') && x2 == 'e'
 			}
 			if drop {
@@ -167,6 +174,7 @@ func cleanSpaces(t []byte) []byte {
 		}
 		out = append(out, x)
 	}
+	*u, *w = ub, wb
 	return out
 }
 
@@ -186,6 +194,8 @@ type Decoder struct {
 	removeSpace bool
 	pending     []byte // CleanSpaces: bytes whose cleaning is not final
 	utf         []byte // cleaned bytes of an unfinished character
+	done        []byte // scratch: bytes being cleaned
+	s1, s2      []byte // scratch for the cleaning passes
 }
 
 // NewDecoder starts a stream; special renders control tokens' text.
@@ -202,7 +212,10 @@ func (d *Decoder) Add(id int32) string {
 	}
 	d.removeSpace = false
 	if !d.t.v.CleanSpaces {
-		return d.emit([]byte(p), false)
+		if len(d.utf) == 0 && utf8.ValidString(p) {
+			return p // the common case: no copy
+		}
+		return d.emitString(p)
 	}
 	old := len(d.pending)
 	d.pending = append(d.pending, p...)
@@ -221,9 +234,16 @@ func (d *Decoder) Add(id int32) string {
 	if cut == 0 {
 		return ""
 	}
-	done := cleanSpaces(append([]byte(nil), d.pending[:cut]...))
+	d.done = cleanSpacesWith(append(d.done[:0], d.pending[:cut]...), &d.s1, &d.s2)
 	d.pending = append(d.pending[:0], d.pending[cut:]...)
-	return d.emit(done, false)
+	return d.emit(d.done, false)
+}
+
+func (d *Decoder) emitString(p string) string {
+	d.utf = append(d.utf, p...)
+	out, n := validPrefix(d.utf, false)
+	d.utf = append(d.utf[:0], d.utf[n:]...)
+	return out
 }
 
 // Flush ends the stream: it returns what was held back, with an unfinished
