@@ -398,7 +398,7 @@ func fixUp(v *Vocab, f *gguf.File) {
 	switch {
 	case containsAny(pre, "jina-v2-de", "jina-v2-es", "jina-v2-code") || containsAny(arch, "nomic-bert-moe", "jina-bert-v3"):
 		setAttr("<mask>", AttrLStrip, true)
-	case containsAny(name, "phi-3", "phi3"):
+	case containsAny(name, "phi-3", "phi3"): // akunu:not-arch: general.name, as llama.cpp matches it
 		for i, a := range v.Attrs {
 			if a&(AttrControl|AttrUserDefined|AttrUnknown) != 0 {
 				v.Attrs[i] |= AttrRStrip

@@ -123,7 +123,7 @@ var preTokenizers = []preTokenizer{
 	{names: []string{"whitespace"}, rules: []string{"\\S+"}, rawBytes: true, keepCase: true},
 	{names: []string{"refact"}, rules: []string{patNumber, patGPT2}},
 	{names: []string{"command-r"}, rules: []string{patNumber, patGPT2}, keepSpaces: true},
-	{names: []string{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"}, rules: []string{patQwen2}, keepSpaces: true},
+	{names: []string{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"}, rules: []string{patQwen2}, keepSpaces: true}, // akunu:not-arch: tokenizer.ggml.pre values
 	{names: []string{"qwen35"}, rules: []string{patQwen35}, keepSpaces: true},
 	{names: []string{"stablelm2"}, rules: []string{patQwen2}},
 	{names: []string{"olmo"}, rules: []string{patGPT2}},

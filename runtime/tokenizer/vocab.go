@@ -8,7 +8,7 @@ import (
 
 // Tokenizer models: the values of tokenizer.ggml.model this package reads.
 const (
-	ModelSPM        = "llama"      // SentencePiece: score-driven merges, byte fallback
+	ModelSPM        = "llama"      // SentencePiece: score-driven merges, byte fallback; akunu:not-arch (a tokenizer.ggml.model value)
 	ModelBPE        = "gpt2"       // byte-level BPE with a pre-tokenizer
 	ModelWPM        = "bert"       // WordPiece
 	ModelGemma4     = "gemma4"     // BPE over raw UTF-8 with ▁ for spaces
