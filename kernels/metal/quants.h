@@ -1,0 +1,175 @@
+// quants.h: weight block layouts and dequantization, shared by the GEMV,
+// GEMM and embedding kernels. Layouts: docs/formats.md (GGML's blocks).
+//
+// Every weight type is read in chunks of 16 consecutive elements of a row:
+// chunk c covers elements [16c, 16c+16). A chunk never straddles a block
+// (blocks hold 32 or 256 elements) and within a K-quant block a chunk shares
+// one scale, so dequantizing a chunk is a few loads and 16 multiply-adds.
+// The unquantized types (F32, F16, BF16) have no blocks: their rows may end
+// mid-chunk, and a chunk's elements at or beyond the row length k read as 0.
+#ifndef AKUNU_QUANTS_H
+#define AKUNU_QUANTS_H
+
+#include <metal_stdlib>
+using namespace metal;
+
+// Weight type tags: template arguments of the typed kernels.
+enum WType {
+    W_F32 = 0, W_F16 = 1, W_BF16 = 2, W_Q4_0 = 3, W_Q4_1 = 4, W_Q5_0 = 5,
+    W_Q5_1 = 6, W_Q8_0 = 7, W_Q4_K = 8, W_Q5_K = 9, W_Q6_K = 10,
+};
+
+// Elements per block and bytes per block (GGML's sizes).
+template <int T> struct wtraits;
+template <> struct wtraits<W_F32>  { enum { QK = 1,   BYTES = 4 }; };
+template <> struct wtraits<W_F16>  { enum { QK = 1,   BYTES = 2 }; };
+template <> struct wtraits<W_BF16> { enum { QK = 1,   BYTES = 2 }; };
+template <> struct wtraits<W_Q4_0> { enum { QK = 32,  BYTES = 18 }; };  // d, qs[16]
+template <> struct wtraits<W_Q4_1> { enum { QK = 32,  BYTES = 20 }; };  // d, m, qs[16]
+template <> struct wtraits<W_Q5_0> { enum { QK = 32,  BYTES = 22 }; };  // d, qh[4], qs[16]
+template <> struct wtraits<W_Q5_1> { enum { QK = 32,  BYTES = 24 }; };  // d, m, qh[4], qs[16]
+template <> struct wtraits<W_Q8_0> { enum { QK = 32,  BYTES = 34 }; };  // d, qs[32]
+template <> struct wtraits<W_Q4_K> { enum { QK = 256, BYTES = 144 }; }; // d, dmin, scales[12], qs[128]
+template <> struct wtraits<W_Q5_K> { enum { QK = 256, BYTES = 176 }; }; // d, dmin, scales[12], qh[32], qs[128]
+template <> struct wtraits<W_Q6_K> { enum { QK = 256, BYTES = 210 }; }; // ql[128], qh[64], scales[16], d
+
+// row_bytes is the size of a row of k elements of type T.
+template <int T> inline ulong row_bytes(uint k) {
+    return ulong(k / wtraits<T>::QK) * wtraits<T>::BYTES;
+}
+
+// Unaligned little-endian loads: blocks of 18, 22 or 34 bytes leave their
+// fields at any alignment, so fields are read byte by byte.
+inline float ld_half(device const uchar* p) {
+    return float(as_type<half>(ushort(ushort(p[0]) | (ushort(p[1]) << 8))));
+}
+inline uint ld_u32(device const uchar* p) {
+    return uint(p[0]) | (uint(p[1]) << 8) | (uint(p[2]) << 16) | (uint(p[3]) << 24);
+}
+inline float bf16_to_float(ushort b) { return as_type<float>(uint(b) << 16); }
+
+// The K-quants' 6-bit scale and min of sub-block j (0..7) of the 12 packed
+// bytes q (docs/formats.md#q4_k).
+inline void scale_min_k4(uint j, device const uchar* q, thread float& sc, thread float& mn) {
+    if (j < 4) {
+        sc = float(q[j] & 63);
+        mn = float(q[j + 4] & 63);
+    } else {
+        sc = float((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+        mn = float((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+    }
+}
+
+// dequant16 writes elements [16c, 16c+16) of the row at row (k elements)
+// to out, as float.
+template <int T> void dequant16(device const uchar* row, uint c, uint k, thread float* out);
+
+template <> inline void dequant16<W_F32>(device const uchar* row, uint c, uint k, thread float* out) {
+    device const float* r = (device const float*)row;
+    for (uint i = 0; i < 16; i++) { uint e = 16 * c + i; out[i] = e < k ? r[e] : 0.0f; }
+}
+template <> inline void dequant16<W_F16>(device const uchar* row, uint c, uint k, thread float* out) {
+    device const half* r = (device const half*)row;
+    for (uint i = 0; i < 16; i++) { uint e = 16 * c + i; out[i] = e < k ? float(r[e]) : 0.0f; }
+}
+template <> inline void dequant16<W_BF16>(device const uchar* row, uint c, uint k, thread float* out) {
+    device const ushort* r = (device const ushort*)row;
+    for (uint i = 0; i < 16; i++) { uint e = 16 * c + i; out[i] = e < k ? bf16_to_float(r[e]) : 0.0f; }
+}
+// Q4_0: element j < 16 is the low nibble of qs[j], j + 16 the high one; minus 8, times d.
+template <> inline void dequant16<W_Q4_0>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 18;
+    float d = ld_half(b);
+    uint sh = (c & 1) * 4;
+    for (uint i = 0; i < 16; i++) out[i] = d * (float((b[2 + i] >> sh) & 0xF) - 8.0f);
+}
+// Q4_1: q · d + m.
+template <> inline void dequant16<W_Q4_1>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 20;
+    float d = ld_half(b), m = ld_half(b + 2);
+    uint sh = (c & 1) * 4;
+    for (uint i = 0; i < 16; i++) out[i] = d * float((b[4 + i] >> sh) & 0xF) + m;
+}
+// Q5_0: the fifth bit of element j is bit j of qh (little-endian uint32).
+template <> inline void dequant16<W_Q5_0>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 22;
+    float d = ld_half(b);
+    uint qh = ld_u32(b + 2);
+    uint sh = (c & 1) * 4, hb = (c & 1) * 16;
+    for (uint i = 0; i < 16; i++) {
+        uint q = ((b[6 + i] >> sh) & 0xF) | (((qh >> (hb + i)) & 1) << 4);
+        out[i] = d * (float(q) - 16.0f);
+    }
+}
+template <> inline void dequant16<W_Q5_1>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 24;
+    float d = ld_half(b), m = ld_half(b + 2);
+    uint qh = ld_u32(b + 4);
+    uint sh = (c & 1) * 4, hb = (c & 1) * 16;
+    for (uint i = 0; i < 16; i++) {
+        uint q = ((b[8 + i] >> sh) & 0xF) | (((qh >> (hb + i)) & 1) << 4);
+        out[i] = d * float(q) + m;
+    }
+}
+template <> inline void dequant16<W_Q8_0>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 34;
+    float d = ld_half(b);
+    device const char* qs = (device const char*)(b + 2) + (c & 1) * 16;
+    for (uint i = 0; i < 16; i++) out[i] = d * float(qs[i]);
+}
+// Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and min; sub-blocks 2j
+// and 2j+1 share qs[32j, 32j+32), low and high nibbles.
+template <> inline void dequant16<W_Q4_K>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 144;
+    uint cb = c % 16, sub = cb / 2;
+    float d = ld_half(b), dmin = ld_half(b + 2), sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    float d1 = d * sc, m1 = dmin * mn;
+    device const uchar* qs = b + 16 + 32 * (sub / 2) + 16 * (cb & 1);
+    uint sh = (sub & 1) * 4;
+    for (uint i = 0; i < 16; i++) out[i] = d1 * float((qs[i] >> sh) & 0xF) - m1;
+}
+// Q5_K: Q4_K's layout plus qh[32]: bit sub of qh[l] is the fifth bit of
+// element l of sub-block sub.
+template <> inline void dequant16<W_Q5_K>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 176;
+    uint cb = c % 16, sub = cb / 2, l0 = 16 * (cb & 1);
+    float d = ld_half(b), dmin = ld_half(b + 2), sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    float d1 = d * sc, m1 = dmin * mn;
+    device const uchar* qh = b + 16;
+    device const uchar* qs = b + 48 + 32 * (sub / 2);
+    uint sh = (sub & 1) * 4;
+    for (uint i = 0; i < 16; i++) {
+        uint l = l0 + i;
+        uint q = ((qs[l] >> sh) & 0xF) | (((qh[l] >> sub) & 1) << 4);
+        out[i] = d1 * float(q) - m1;
+    }
+}
+// Q6_K: two halves of 128; in half h, element 32g + l (g = 0..3, l < 32)
+// takes its low 4 bits from ql[64h + l + 32(g&1)] (low nibble for g < 2,
+// high for g ≥ 2) and its top 2 bits from qh[32h + l] >> 2g; minus 32, times
+// d · scales[8h + 2g + l/16].
+template <> inline void dequant16<W_Q6_K>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 210;
+    uint cb = c % 16, h = cb / 8, g = (cb % 8) / 2, l0 = 16 * (cb & 1);
+    float d = ld_half(b + 208);
+    float s = d * float(((device const char*)(b + 192))[8 * h + 2 * g + (l0 / 16)]);
+    device const uchar* ql = b + 64 * h + 32 * (g & 1);
+    device const uchar* qh = b + 128 + 32 * h;
+    uint sh = (g / 2) * 4;
+    for (uint i = 0; i < 16; i++) {
+        uint l = l0 + i;
+        int q = int(((ql[l] >> sh) & 0xF) | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
+        out[i] = s * float(q);
+    }
+}
+
+// Activations: F16 in Apple plans.
+inline float silu(float x) { return x / (1.0f + exp(-x)); }
+inline float gelu_tanh(float x) {
+    const float k = 0.7978845608028654f; // sqrt(2/pi)
+    return 0.5f * x * (1.0f + precise::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+#endif // AKUNU_QUANTS_H
