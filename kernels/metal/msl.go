@@ -42,7 +42,7 @@ func expand(file string, seen map[string]bool) (string, error) {
 	out := localInclude.ReplaceAllStringFunc(string(b), func(line string) string {
 		inc := localInclude.FindStringSubmatch(line)[1]
 		if seen[inc] {
-			return "// " + line
+			return "// (" + inc + ": inlined above)"
 		}
 		seen[inc] = true
 		s, err := expand(inc, seen)

@@ -1,0 +1,61 @@
+// Prefill flash attention: a batch of queries at positions position ..
+// position + n_tokens - 1, causal (kernels/geometry.go: attnPrefillGeometry).
+// Query head h reads kv head h / (n_heads / n_kv_heads).
+//
+// v1: SIMD group g of threadgroup (r, h) owns query row 4r + g and streams
+// its keys with an online softmax (attention.h).
+// v2: threadgroup (r, h) owns 32 query rows, 8 per SIMD group. Here each
+// SIMD group runs its 8 rows one after another as v1 does; staging key and
+// value tiles of kv_tile keys in threadgroup memory (the geometry reserves
+// it) is the step still to take, on a Mac, with a profiler.
+#include <metal_stdlib>
+#include "ShaderTypes.h"
+#include "attention.h"
+using namespace metal;
+
+constant uint head_dim [[function_constant(0)]];
+constant uint head_dim_v [[function_constant(1)]];
+constant bool has_softcap [[function_constant(2)]];
+constant bool has_window [[function_constant(3)]];
+constant uint kv_tile [[function_constant(4)]];
+
+inline void prefill_row(device const half* q, device const half* k_cache, device const half* v_cache,
+                        device half* out, constant AttentionParams& p, uint t, uint h, uint lane) {
+    if (t >= p.n_tokens) return;
+    uint kvh = h / (p.n_heads / p.n_kv_heads);
+    uint2 r = attn_range(p.position + t, p.kv_len, has_window, p.window);
+    device const half* qh = q + ulong(t) * p.q_stride + h * head_dim;
+    float qv[ATTN_MAX_PER_LANE];
+    for (uint i = 0; i < ATTN_MAX_PER_LANE; i++) qv[i] = lane + 32 * i < head_dim ? float(qh[lane + 32 * i]) : 0.0f;
+    AttnState s;
+    attn_init(s);
+    device const half* kc = k_cache + ulong(kvh) * p.max_ctx * head_dim;
+    device const half* vc = v_cache + ulong(kvh) * p.max_ctx * head_dim_v;
+    attn_keys(s, qv, kc, vc, head_dim, head_dim_v, r.x, r.y, 0, 1, p.scale, has_softcap, p.softcap, lane);
+    device half* o = out + ulong(t) * p.o_stride + h * head_dim_v;
+    for (uint i = 0; i < ATTN_MAX_PER_LANE && lane + 32 * i < head_dim_v; i++)
+        o[lane + 32 * i] = half(s.l > 0.0f ? s.o[i] / s.l : 0.0f);
+}
+
+kernel void flash_attention_prefill_f16(device const half* q [[buffer(0)]],
+                                        device const half* k_cache [[buffer(1)]],
+                                        device const half* v_cache [[buffer(2)]],
+                                        device half* out [[buffer(3)]],
+                                        constant AttentionParams& p [[buffer(4)]],
+                                        uint3 tgpig [[threadgroup_position_in_grid]],
+                                        uint sg [[simdgroup_index_in_threadgroup]],
+                                        uint lane [[thread_index_in_simdgroup]]) {
+    prefill_row(q, k_cache, v_cache, out, p, tgpig.x * 4 + sg, tgpig.y, lane);
+}
+
+kernel void flash_attention_prefill_v2_f16(device const half* q [[buffer(0)]],
+                                           device const half* k_cache [[buffer(1)]],
+                                           device const half* v_cache [[buffer(2)]],
+                                           device half* out [[buffer(3)]],
+                                           constant AttentionParams& p [[buffer(4)]],
+                                           uint3 tgpig [[threadgroup_position_in_grid]],
+                                           uint sg [[simdgroup_index_in_threadgroup]],
+                                           uint lane [[thread_index_in_simdgroup]]) {
+    (void)kv_tile; // the tile size of the staged form (above)
+    for (uint i = 0; i < 8; i++) prefill_row(q, k_cache, v_cache, out, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
+}

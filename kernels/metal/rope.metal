@@ -1,0 +1,160 @@
+// RoPE: the stand-alone rotation (in place) and the fused forms that rotate
+// q and k and write k and v into the head-major F16 KV cache
+// [n_kv_heads, max_ctx, head_dim] (kernels/geometry.go: ropeGeometry,
+// ropeKVGeometry). Thread i owns pair i: (2i, 2i+1) interleaved ("norm"),
+// (i, i + rope_dim/2) NeoX. The angle of pair i at position pos is
+// pos · theta^(-2i/rope_dim) / factors[i], scaled and YaRN-mixed as
+// runtime/cpu/rope.go (its ropeCfg) computes it.
+#include <metal_stdlib>
+#include "ShaderTypes.h"
+#include "quants.h"
+using namespace metal;
+
+constant uint head_dim [[function_constant(0)]];
+constant bool has_factors [[function_constant(1)]];
+
+struct RopeArgs {
+    uint rope_dim, orig_ctx;
+    float theta, freq_scale, attn_factor, ext_factor, beta_fast, beta_slow;
+};
+
+inline float yarn_corr(float n_rot, uint dims, uint orig_ctx, float base) {
+    return float(dims) * log(float(orig_ctx) / (n_rot * 2.0f * M_PI_F)) / (2.0f * log(base));
+}
+
+// rope_cs returns (cos, sin) of pair i at position pos, times the mscale.
+inline float2 rope_cs(RopeArgs a, device const float* factors, uint i, uint pos) {
+    float fs = a.freq_scale == 0.0f ? 1.0f : a.freq_scale;
+    float mscale = a.attn_factor == 0.0f ? 1.0f : a.attn_factor;
+    float ff = has_factors ? factors[i] : 1.0f;
+    float extrap = float(pos) * precise::pow(a.theta, -2.0f * float(i) / float(a.rope_dim)) / ff;
+    float interp = fs * extrap, t = interp;
+    if (a.ext_factor != 0.0f) {
+        float c0 = max(0.0f, floor(yarn_corr(a.beta_fast, a.rope_dim, a.orig_ctx, a.theta)));
+        float c1 = min(float(a.rope_dim - 1), ceil(yarn_corr(a.beta_slow, a.rope_dim, a.orig_ctx, a.theta)));
+        float y = (float(i) - c0) / max(0.001f, c1 - c0);
+        float ramp = (1.0f - min(1.0f, max(0.0f, y))) * a.ext_factor;
+        t = interp * (1.0f - ramp) + extrap * ramp;
+        mscale *= 1.0f + 0.1f * log(1.0f / fs);
+    }
+    float2 cs;
+    cs.x = precise::cos(t) * mscale;
+    cs.y = precise::sin(t) * mscale;
+    return cs;
+}
+
+// pair_index gives the two elements of pair i.
+template <bool NEOX> inline uint2 pair_index(uint i, uint rope_dim) {
+    uint2 ix;
+    ix.x = NEOX ? i : 2 * i;
+    ix.y = NEOX ? i + rope_dim / 2 : 2 * i + 1;
+    return ix;
+}
+
+template <bool NEOX>
+kernel void rope(device half* x [[buffer(0)]],
+                 device const float* factors [[buffer(1)]],
+                 constant RoPEParams& p [[buffer(2)]],
+                 uint3 tgpig [[threadgroup_position_in_grid]],
+                 uint tid [[thread_index_in_threadgroup]]) {
+    uint h = tgpig.x, t = tgpig.y;
+    if (t >= p.n_tokens || tid >= p.rope_dim / 2) return;
+    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
+    float2 cs = rope_cs(a, factors, tid, p.position + t);
+    device half* e = x + ulong(t) * p.stride + h * head_dim;
+    uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
+    float x0 = float(e[ix.x]), x1 = float(e[ix.y]);
+    e[ix.x] = half(x0 * cs.x - x1 * cs.y);
+    e[ix.y] = half(x0 * cs.y + x1 * cs.x);
+}
+typedef decltype(rope<false>) rope_t;
+template [[host_name("rope_f16")]] kernel rope_t rope<false>;
+template [[host_name("rope_neox_f16")]] kernel rope_t rope<true>;
+
+// rope_kv: threadgroup (h, t): h < n_heads rotates query head h into q_out;
+// h ≥ n_heads is kv head h - n_heads: its k is rotated into the K cache at
+// position + t and its v copied into the V cache. With NORM each head is
+// first RMS-normalized with q_norm or k_norm (Qwen 3, Gemma 3): the sum of
+// squares meets in threadgroup memory, one float per SIMD group.
+template <bool NEOX, bool NORM>
+inline void rope_kv(device const half* q, device const half* k, device const half* v,
+                    device const float* q_norm, device const float* k_norm,
+                    device half* q_out, device half* k_cache, device half* v_cache,
+                    device const float* factors, constant RoPEQKVWriteParams& p,
+                    threadgroup float* tg, uint3 tgpig, uint tid, uint ntg) {
+    uint h = tgpig.x, t = tgpig.y;
+    if (t >= p.n_tokens) return;
+    uint pos = p.position + t;
+    bool is_q = h < p.n_heads;
+    uint kh = h - p.n_heads;
+    device const half* src = is_q ? q + ulong(t) * p.q_stride + h * head_dim
+                                  : k + ulong(t) * p.kv_stride + kh * head_dim;
+    device half* dst = is_q ? q_out + ulong(t) * p.q_stride + h * head_dim
+                            : k_cache + (ulong(kh) * p.max_ctx + pos) * head_dim;
+    float inv = 1.0f;
+    if (NORM) {
+        float s2 = 0.0f;
+        for (uint i = tid; i < head_dim; i += ntg) { float e = float(src[i]); s2 += e * e; }
+        s2 = simd_sum(s2);
+        if (tid % 32 == 0) tg[tid / 32] = s2;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        s2 = 0.0f;
+        for (uint g = 0; g < (ntg + 31) / 32; g++) s2 += tg[g];
+        inv = rsqrt(s2 / float(head_dim) + p.eps);
+    }
+    device const float* nw = is_q ? q_norm : k_norm;
+    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
+    if (tid < p.rope_dim / 2) {
+        float2 cs = rope_cs(a, factors, tid, pos);
+        uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
+        float x0 = float(src[ix.x]), x1 = float(src[ix.y]);
+        if (NORM) { x0 *= inv * nw[ix.x]; x1 *= inv * nw[ix.y]; }
+        dst[ix.x] = half(x0 * cs.x - x1 * cs.y);
+        dst[ix.y] = half(x0 * cs.y + x1 * cs.x);
+    }
+    // the elements past rope_dim pass through (normalized with NORM)
+    for (uint i = p.rope_dim + tid; i < head_dim; i += ntg) {
+        float e = float(src[i]);
+        dst[i] = half(NORM ? e * inv * nw[i] : e);
+    }
+    if (!is_q) {
+        device const half* vs = v + ulong(t) * p.kv_stride + kh * p.head_dim_v;
+        device half* vd = v_cache + (ulong(kh) * p.max_ctx + pos) * p.head_dim_v;
+        for (uint i = tid; i < p.head_dim_v; i += ntg) vd[i] = vs[i];
+    }
+}
+
+template <bool NEOX>
+kernel void rope_qkv_write(device const half* q [[buffer(0)]],
+                           device const half* k [[buffer(1)]],
+                           device const half* v [[buffer(2)]],
+                           device half* q_out [[buffer(3)]],
+                           device half* k_cache [[buffer(4)]],
+                           device half* v_cache [[buffer(5)]],
+                           device const float* factors [[buffer(6)]],
+                           constant RoPEQKVWriteParams& p [[buffer(7)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint tid [[thread_index_in_threadgroup]],
+                           uint3 ntg [[threads_per_threadgroup]]) {
+    rope_kv<NEOX, false>(q, k, v, factors, factors, q_out, k_cache, v_cache, factors, p, nullptr, tgpig, tid, ntg.x);
+}
+typedef decltype(rope_qkv_write<false>) rope_qkv_t;
+template [[host_name("rope_qkv_write_f16")]] kernel rope_qkv_t rope_qkv_write<false>;
+template [[host_name("rope_neox_qkv_write_f16")]] kernel rope_qkv_t rope_qkv_write<true>;
+
+kernel void head_norm_rope_neox_kv_write_f16(device const half* q [[buffer(0)]],
+                                             device const half* k [[buffer(1)]],
+                                             device const half* v [[buffer(2)]],
+                                             device const float* q_norm [[buffer(3)]],
+                                             device const float* k_norm [[buffer(4)]],
+                                             device half* q_out [[buffer(5)]],
+                                             device half* k_cache [[buffer(6)]],
+                                             device half* v_cache [[buffer(7)]],
+                                             device const float* factors [[buffer(8)]],
+                                             constant RoPEQKVWriteParams& p [[buffer(9)]],
+                                             threadgroup float* tg [[threadgroup(0)]],
+                                             uint3 tgpig [[threadgroup_position_in_grid]],
+                                             uint tid [[thread_index_in_threadgroup]],
+                                             uint3 ntg [[threads_per_threadgroup]]) {
+    rope_kv<true, true>(q, k, v, q_norm, k_norm, q_out, k_cache, v_cache, factors, p, tg, tgpig, tid, ntg.x);
+}
