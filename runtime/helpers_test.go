@@ -1,0 +1,104 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler"
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+func stories(t testing.TB) string {
+	t.Helper()
+	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
+	if err != nil {
+		t.Skipf("stories260K: %v", err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("stories260K: %v", err)
+	}
+	return p
+}
+
+// compile compiles model for chip and writes the plan next to it.
+func compile(t testing.TB, model, chip string) string {
+	t.Helper()
+	prof, err := chips.Resolve(chip, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compiler.Compile(model, compiler.Options{Chip: prof})
+	if err != nil {
+		t.Fatalf("compile %s for %s: %v", model, chip, err)
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(model)+"."+chip+".plan")
+	if err := plans.WriteFile(out, p); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func load(t testing.TB, plan, model string, threads int) *Model {
+	t.Helper()
+	m, err := Load(plan, Options{Model: model, Threads: threads})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+var (
+	synthMu    sync.Mutex
+	synthCache = map[string]string{}
+	synthDir   string
+)
+
+// synthModel writes (once per test binary) a small random model.
+func synthModel(t testing.TB, arch string, dt dtype.Type) string {
+	t.Helper()
+	synthMu.Lock()
+	defer synthMu.Unlock()
+	key := arch + "." + dt.String()
+	if p, ok := synthCache[key]; ok {
+		return p
+	}
+	if synthDir == "" {
+		d, err := os.MkdirTemp("", "akunu-runtime-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synthDir = d
+	}
+	reg, err := specs.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := synth.Options{Arch: arch, Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, CtxTrain: 256,
+		DType: dt, Seed: 7}
+	sp, err := synth.Build(reg, o)
+	if err != nil {
+		t.Fatalf("synth %s: %v", key, err)
+	}
+	path := filepath.Join(synthDir, key+".gguf")
+	if err := sp.Write(path, o.Seed); err != nil {
+		t.Fatal(err)
+	}
+	synthCache[key] = path
+	return path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if synthDir != "" {
+		os.RemoveAll(synthDir)
+	}
+	os.Exit(code)
+}

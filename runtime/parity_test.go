@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/llamacpp"
+)
+
+// stepLog is one generated step: the token and the logits it came from.
+type stepLog struct {
+	tok    int32
+	logits []float32
+}
+
+// ours generates n tokens greedily from prompt, one step per submission so
+// that every step's logits are seen.
+func ours(t testing.TB, m *Model, prompt []int32, n int) []stepLog {
+	t.Helper()
+	var logs []stepLog
+	s := m.NewSession()
+	res, err := s.Generate(prompt, GenerateOptions{MaxTokens: n, IgnoreEOS: true,
+		Logits: func(_ int, l []float32) { logs = append(logs, stepLog{logits: slices.Clone(l)}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tokens) != n || len(logs) != n {
+		t.Fatalf("generated %d tokens and %d logit rows, want %d (stop %s)", len(res.Tokens), len(logs), n, res.Stop)
+	}
+	for i := range logs {
+		logs[i].tok = res.Tokens[i]
+	}
+	return logs
+}
+
+func maxAbs(xs []float32) float64 {
+	var m float64
+	for _, x := range xs {
+		m = max(m, math.Abs(float64(x)))
+	}
+	return m
+}
+
+// margin is the gap between the best and the second-best logit.
+func margin(l []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, x := range l {
+		v := float64(x)
+		if v > a {
+			a, b = v, a
+		} else if v > b {
+			b = v
+		}
+	}
+	return a - b
+}
+
+// parity holds our greedy generation to llama.cpp's: identical tokens for n
+// steps and logits within tol·max|logit|, except that where llama.cpp's
+// top-2 margin is below the tolerance the two may part, and only there.
+// It returns the steps compared and the largest relative logit delta.
+func parity(t *testing.T, plan, model string, prompt string, n int, tol float64) (int, float64) {
+	t.Helper()
+	lib := llamacpp.Require(t)
+	lm, err := lib.LoadModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lm.Close()
+	m := load(t, plan, model, 2)
+	ids := m.Tokenizer.Tokenize(prompt, true, false)
+	ref, err := lm.Tokenize(prompt, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, ref) {
+		t.Fatalf("prompt tokens: ours %v, llama.cpp %v", ids, ref)
+	}
+	ctx, err := lm.NewContext(len(ids)+n+8, 512, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	rtoks, rlogits, err := ctx.GreedyGenerate(ids, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ours(t, m, ids, n)
+	var worst float64
+	for i := range n {
+		scale := maxAbs(rlogits[i])
+		var d float64
+		for j, x := range got[i].logits {
+			d = max(d, math.Abs(float64(x)-float64(rlogits[i][j])))
+		}
+		worst = max(worst, d/scale)
+		if d > tol*scale {
+			t.Errorf("step %d: max |Δlogit| %.3g > %.3g·%.3g (tokens ours %d, llama.cpp %d)", i, d, tol, scale, got[i].tok, rtoks[i])
+			return i, worst
+		}
+		if got[i].tok != rtoks[i] {
+			if mg := margin(rlogits[i]); mg > tol*scale {
+				t.Errorf("step %d: token %d, llama.cpp %d, with a top-2 margin of %.3g > the tolerance %.3g", i, got[i].tok, rtoks[i], mg, tol*scale)
+			} else {
+				t.Logf("step %d: a near-tie (margin %.3g ≤ %.3g) parts the sequences; compared %d steps", i, mg, tol*scale, i+1)
+			}
+			return i + 1, worst
+		}
+	}
+	return n, worst
+}
+
+func TestGreedyParityStories260K(t *testing.T) {
+	model := stories(t)
+	plan := compile(t, model, "cpu-avx2:2")
+	steps, d := parity(t, plan, model, "Once upon a time", 64, 2e-3)
+	if steps < 64 {
+		t.Errorf("only %d steps agree", steps)
+	}
+	t.Logf("stories260K f32: %d steps, max |Δ|/max|logit| = %.2g", steps, d)
+}
+
+// Tolerances, relative to max|logit|. F32 and F16 weights: the deltas
+// measured on the synthetic models are below 1e-3 (summation order, and the
+// F16 KV cache both sides keep). stories260K, a trained model, reaches
+// 1.2e-3: llama.cpp's own two attention paths (flash on and off) differ
+// from ours by 1.2e-3 and 2.3e-3, so its F16 rounding of Q and of the
+// softmax is the floor, and the bound there is 2e-3.
+//
+// Quantized weights: measured 0.4%–2.5% on random-weight models, whose
+// logits are small sums with heavy cancellation. The known causes are on
+// the activation side: llama.cpp quantizes activations to Q8_K (one scale
+// per 256, rounded as its quantizer does) for K-quant weights, where
+// runtime/cpu uses Q8_0 (one per 32), and stores the Q8_0 scale as F16.
+// The bound is 4e-2 until runtime/cpu follows ggml there (docs/runtime.md).
+var parityTol = map[dtype.Type]float64{
+	dtype.F32: 2e-3, dtype.F16: 2e-3, dtype.Q8_0: 4e-2, dtype.Q4_0: 4e-2, dtype.Q4_K: 4e-2, dtype.Q6_K: 4e-2,
+}
+
+func TestGreedyParitySynthetic(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3", "gemma3"} {
+		for _, dt := range []dtype.Type{dtype.F32, dtype.F16, dtype.Q8_0, dtype.Q4_0, dtype.Q4_K, dtype.Q6_K} {
+			t.Run(fmt.Sprintf("%s %s matches llama.cpp", arch, dt), func(t *testing.T) {
+				model := synthModel(t, arch, dt)
+				plan := compile(t, model, "cpu-avx2:2")
+				steps, d := parity(t, plan, model, "Hello world, this is a test", 32, parityTol[dt])
+				t.Logf("%s %s: %d steps, max |Δ|/max|logit| = %.2g", arch, dt, steps, d)
+			})
+		}
+	}
+}
