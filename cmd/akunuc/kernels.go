@@ -1,8 +1,12 @@
 package main
 
 import (
+	// The backends register the kernels they implement; linking them here
+	// is what lets `akunuc kernels` say which backend runs what.
 	"encoding/json"
 	"fmt"
+	_ "github.com/akunu-dev/akunu/kernels/metal"
+	_ "github.com/akunu-dev/akunu/runtime/cpu"
 	"io"
 	"path"
 	"strings"
