@@ -66,3 +66,30 @@ func BenchmarkPoolWake(b *testing.B) {
 type nopTask struct{}
 
 func (*nopTask) do(_, _, _ int) {}
+
+func TestPoolRunsEveryItemOnceAndParksSafely(t *testing.T) {
+	p := newPool(4)
+	defer p.close()
+	c := &countTask{hits: make([]int32, 1000)}
+	for round := range 200 {
+		if round%50 == 49 { // let the workers park, then wake them
+			for spins := 0; spins < 4*spinLimit; spins++ {
+				runtime.Gosched()
+			}
+		}
+		p.run(c, len(c.hits), 7, parallelMinBytes)
+	}
+	for i, h := range c.hits {
+		if h != 200 {
+			t.Fatalf("item %d ran %d times in 200 runs", i, h)
+		}
+	}
+}
+
+type countTask struct{ hits []int32 }
+
+func (c *countTask) do(_, i0, i1 int) {
+	for i := i0; i < i1; i++ {
+		c.hits[i]++ // chunks are disjoint and runs are sequential
+	}
+}

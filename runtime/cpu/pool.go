@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"runtime"
-	"sync"
 	"sync/atomic"
 )
 
@@ -14,46 +13,93 @@ type task interface {
 }
 
 // parallelMinBytes is the pool threshold: a split whose work touches fewer
-// bytes runs on the calling goroutine. Waking the workers and meeting them
-// again costs a few microseconds (BenchmarkPoolWake); at the ~10 GB/s one
-// core streams, 64 KiB is about that long, so below it the wake-up would cost
-// as much as it saves. ADR 0008 has the measurement.
+// bytes runs on the calling goroutine. Starting the workers and meeting
+// them again costs about a microsecond while they spin and ~10 µs once they
+// have parked (BenchmarkPoolWake); one core streams 64 KiB in 5–10 µs, so
+// below that the split would cost what it saves. ADR 0008 has the figures.
 const parallelMinBytes = 64 << 10
 
-// pool is a fixed set of worker goroutines that the caller joins: run hands
-// out items in chunks of grain through an atomic counter (dynamic, so a
-// slow core does not hold the others back) and returns when all are done.
-// Only one run is in flight at a time: a Backend executes one command at a
-// time.
+// spinLimit is how many polls of the generation counter a worker makes
+// before it parks on its channel: tens of microseconds, longer than the
+// serial gap between two commands of a decode step, so during a chain the
+// workers never park (ggml's thread pool spins the same way).
+const spinLimit = 1 << 15
+
+// pool is a fixed set of worker goroutines that the caller joins. run
+// publishes a task by bumping a generation counter, which spinning workers
+// see at once (parked ones get a token on their channel); items go out in
+// chunks of grain through an atomic counter (dynamic, so a slow core does
+// not hold the others back); run returns when every worker has checked in.
+// One run at a time: a Backend executes one command at a time.
+//
+// The counters every worker polls or bumps sit on cache lines of their own:
+// sharing one, the spinning loads and the chunk claims ping-pong it
+// between the cores.
 type pool struct {
 	threads int
-	wake    []chan struct{} // one per worker 1..threads-1
-	done    chan struct{}
-
+	sleep   []atomic.Bool   // worker w announced it is parking
+	wake    []chan struct{} // a token per wake-up of a parked worker
+	closed  atomic.Bool
+	// yield: spinners yield their P now and then, or a goroutine that
+	// lost its P (the caller, a GC worker) waits for sysmon's 10 ms
+	// preemption. Spinning without it measured slower on 16 threads
+	// (BenchmarkPoolWake 95 µs against 55 µs), so it is always on.
+	yield bool
 	t     task
 	n     int
 	grain int
-	next  atomic.Int64
-	once  sync.Once
+
+	_       [64]byte
+	gen     atomic.Uint32 // polled by spinning workers
+	_       [60]byte
+	pending atomic.Int32 // workers yet to check in
+	_       [60]byte
+	next    atomic.Int64 // the next unclaimed item
+	_       [56]byte
 }
 
 func newPool(threads int) *pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &pool{threads: threads, done: make(chan struct{}, threads)}
-	p.wake = make([]chan struct{}, threads)
+	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads)}
+	p.yield = true
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
-		go p.worker(w)
+		go p.worker(w, p.gen.Load())
 	}
 	return p
 }
 
-func (p *pool) worker(w int) {
-	for range p.wake[w] {
+// worker serves runs after generation seen (read before it started, so a
+// run published before the goroutine is scheduled is not missed).
+func (p *pool) worker(w int, seen uint32) {
+	for {
+		for spins := 0; p.gen.Load() == seen; spins++ {
+			if spins < spinLimit {
+				if p.yield && spins&1023 == 1023 {
+					runtime.Gosched()
+				}
+				continue
+			}
+			// Park: announce it, then look once more, so that either run
+			// sees the announcement or we see the new generation.
+			p.sleep[w].Store(true)
+			if p.gen.Load() != seen {
+				if !p.sleep[w].CompareAndSwap(true, false) {
+					<-p.wake[w] // run took the announcement: take its token
+				}
+				break
+			}
+			<-p.wake[w]
+			break
+		}
+		seen = p.gen.Load()
+		if p.closed.Load() {
+			return
+		}
 		p.work(w)
-		p.done <- struct{}{}
+		p.pending.Add(-1)
 	}
 }
 
@@ -82,17 +128,26 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 		t.do(0, 0, n)
 		return
 	}
-	workers := min(p.threads, chunks)
 	p.t, p.n, p.grain = t, n, grain
 	p.next.Store(0)
-	for w := 1; w < workers; w++ {
-		p.wake[w] <- struct{}{}
-	}
+	p.pending.Store(int32(p.threads - 1))
+	p.gen.Add(1)
+	p.wakeSleepers()
 	p.work(0)
-	for w := 1; w < workers; w++ {
-		<-p.done
+	for spins := 0; p.pending.Load() != 0; spins++ {
+		if p.yield && spins&255 == 255 {
+			runtime.Gosched()
+		}
 	}
 	p.t = nil
+}
+
+func (p *pool) wakeSleepers() {
+	for w := 1; w < p.threads; w++ {
+		if p.sleep[w].CompareAndSwap(true, false) {
+			p.wake[w] <- struct{}{}
+		}
+	}
 }
 
 // split picks a chunk size that gives each worker a few chunks (for
@@ -103,9 +158,9 @@ func (p *pool) split(n, minGrain int) int {
 }
 
 func (p *pool) close() {
-	p.once.Do(func() {
-		for w := 1; w < p.threads; w++ {
-			close(p.wake[w])
-		}
-	})
+	if p.closed.Swap(true) {
+		return
+	}
+	p.gen.Add(1)
+	p.wakeSleepers()
 }
