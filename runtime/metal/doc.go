@@ -1,0 +1,19 @@
+// Package metal is akunu's Apple GPU backend: Metal through the
+// Objective-C runtime, called with purego (no cgo), so that it
+// cross-compiles from Linux.
+//
+// It owns the device, the command queue, one MTLLibrary per .metal file of
+// kernels/metal (compiled from source at load, or a precompiled metallib),
+// the pipeline cache keyed by plans.CacheKey, shared-storage buffers and
+// no-copy wrappers over the mapped model file, and the encoding of bound
+// commands into one command buffer per chain. Every Objective-C call stays
+// in this package, behind Backend, Pipeline and Command: nothing above it
+// sees an object id. It must not know architectures or plans beyond one
+// command, and it must not import package runtime (runtime adapts it).
+//
+// Only the darwin files touch Metal; the rest (page alignment, constant
+// encoding, command binding and encoding order, error formatting) is plain
+// Go, tested on every platform through a recording encoder. On other
+// systems New returns ErrUnavailable. docs/adr/0010-metal-backend.md says
+// why it is built this way and what only a Mac can prove.
+package metal
