@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler"
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+func storiesPlan(t *testing.T, chip string) (plan, model string) {
+	t.Helper()
+	model, err := llamacpp.SharedPath("models", "stories260K.gguf")
+	if err == nil {
+		_, err = os.Stat(model)
+	}
+	if err != nil {
+		t.Skipf("stories260K: %v", err)
+	}
+	prof, err := chips.Resolve(chip, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compiler.Compile(model, compiler.Options{Chip: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan = filepath.Join(t.TempDir(), "stories260K."+strings.ReplaceAll(chip, ":", "-")+".plan")
+	if err := plans.WriteFile(plan, p); err != nil {
+		t.Fatal(err)
+	}
+	return plan, model
+}
+
+// TestVerifyCPUSanity runs verify's CPU-against-CPU mode: what CI can run
+// without a Mac, and what proves the command-by-command harness itself
+// (prefill, chain decode across a chunk boundary, outputs and sync).
+func TestVerifyCPUSanity(t *testing.T) {
+	for _, chip := range []string{"m1", "cpu-avx2:2"} {
+		t.Run("stories260K compiled for "+chip+" agrees with itself", func(t *testing.T) {
+			plan, model := storiesPlan(t, chip)
+			var out, errb bytes.Buffer
+			code := run([]string{"verify", plan, "--backend", "cpu", "-n", "6", "--threads", "2", "--model", model}, &out, &errb)
+			if code != 0 || !strings.Contains(out.String(), "cpu and cpu agree on all") {
+				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+			}
+			t.Log(strings.TrimSpace(out.String()))
+		})
+	}
+}
+
+func TestVerifyMetalElsewhere(t *testing.T) {
+	if _, err := os.Stat("/System/Library/Frameworks/Metal.framework"); err == nil {
+		t.Skip("a Mac: the Metal backend exists")
+	}
+	plan, model := storiesPlan(t, "m1")
+	var out, errb bytes.Buffer
+	code := run([]string{"verify", plan, "--model", model}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "Metal is only available on macOS") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func f16s(vs ...float32) []byte {
+	b := make([]byte, 2*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint16(b[2*i:], dtype.Float16bits(v))
+	}
+	return b
+}
+
+func TestCompareValues(t *testing.T) {
+	want := f16s(1, -2, 4, 0.001)
+	for _, tc := range []struct {
+		name string
+		got  []byte
+		ok   bool
+	}{
+		{"equal values agree", f16s(1, -2, 4, 0.001), true},
+		{"a drift under 2e-3 of the largest magnitude agrees", f16s(1.005, -2, 4, 0.007), true},
+		{"a drift over it differs", f16s(1.01, -2, 4, 0.001), false},
+		{"a NaN differs", f16s(1, -2, float32(nan()), 0.001), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := compareValues(tc.got, want, "f16", relF16)
+			if (d == "") != tc.ok {
+				t.Fatalf("compareValues = %q", d)
+			}
+		})
+	}
+}
+
+func nan() float64 { var z float64; return z / z }
+
+func TestCompareIDs(t *testing.T) {
+	// Logits in buffer 0 (f16), ids in buffer 1.
+	p := &plans.Plan{Buffers: []plans.Buffer{{Name: "act.x", DType: "f16"}, {Name: "io.tokens", DType: "u32"}}}
+	cmd := &plans.Command{Bindings: []plans.Binding{{Slot: 0, Buffer: 0}, {Slot: 1, Buffer: 1}}}
+	ids := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	t.Run("a different id over a near tie agrees", func(t *testing.T) {
+		ref := [][]byte{f16s(0, 3.000, 2.999, -1), nil}
+		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgDecode), p, cmd, ref); d != "" {
+			t.Fatal(d)
+		}
+	})
+	t.Run("a different id over distinct logits differs", func(t *testing.T) {
+		ref := [][]byte{f16s(0, 3, 2, -1), nil}
+		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgDecode), p, cmd, ref); d == "" {
+			t.Fatal("agreed")
+		}
+	})
+	t.Run("after sampling, even a near tie must pick the same id", func(t *testing.T) {
+		ref := [][]byte{f16s(0, 3.000, 2.999, -1), nil}
+		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgSampled), p, cmd, ref); d == "" {
+			t.Fatal("agreed")
+		}
+	})
+}
+
+// TestVerifyNamesTheCommand corrupts one output of the tested side and
+// expects verify's report to name the program, index and label.
+func TestVerifyNamesTheCommand(t *testing.T) {
+	plan, _ := storiesPlan(t, "m1")
+	p, err := plans.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := p.Program(plans.ProgDecode)
+	ci := -1
+	for i, c := range prog.Commands {
+		if strings.HasPrefix(c.Label, "L2.") && p.Pipelines[c.Pipeline].Kernel == "rmsnorm_f16" || strings.Contains(c.Label, "L2.attn.norm") {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		t.Fatal("no L2.attn.norm in decode")
+	}
+	a := make([][]byte, len(p.Buffers))
+	ref := make([][]byte, len(p.Buffers))
+	for i, b := range p.Buffers {
+		a[i], ref[i] = make([]byte, b.Size), make([]byte, b.Size)
+	}
+	outs, _ := outputs(p, &prog.Commands[ci])
+	if len(outs) == 0 {
+		t.Fatal("no outputs")
+	}
+	o := outs[0]
+	copy(a[o.binding.Buffer][o.start:], f16s(1, 2, 3))
+	copy(ref[o.binding.Buffer][o.start:], f16s(1, 2, 3.5))
+	m := compareCommand(p, prog, ci, a, ref)
+	if m == nil {
+		t.Fatal("no mismatch")
+	}
+	rep := &verifyReport{Mismatch: m}
+	var out bytes.Buffer
+	rep.print(&out, "metal")
+	if !strings.Contains(out.String(), "differ at decode[") || !strings.Contains(out.String(), prog.Commands[ci].Label) {
+		t.Fatal(out.String())
+	}
+	t.Log(out.String())
+}
