@@ -4,6 +4,7 @@
 #   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
 #   make plans  regenerate the golden plan renderings (testdata/plans)
+#   make bench  akunu's decode against llama.cpp's on the same files and threads (BENCH_THREADS)
 #   make fuzz   long fuzzing: every FuzzXxx target of the module (FUZZTIME each, default 5m)
 
 GO       ?= go
@@ -11,7 +12,7 @@ FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-.PHONY: all build test unit fuzz fuzz-short lint demo llama clean plans
+.PHONY: all build test unit fuzz fuzz-short lint demo llama clean plans bench
 
 all: build
 
@@ -43,6 +44,15 @@ lint:
 	$(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+
+# Side by side with llama.cpp (internal/benchcmp): stories260K (bar: 2x
+# llama.cpp's decode) and a Qwen3-0.6B-shaped Q4_0 model (bar: 0.5x).
+BENCH_THREADS ?= 2
+bench: llama
+	@mkdir -p testdata/tmp
+	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -bar 2 ../shared/models/stories260K.gguf
+	@test -f testdata/tmp/qwen3-0.6b-q4_0.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_0 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_0.gguf
+	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -bar 0.5 -p 64 -n 32 testdata/tmp/qwen3-0.6b-q4_0.gguf
 
 DEMO := testdata/tmp
 demo: build
