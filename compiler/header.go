@@ -8,6 +8,7 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/chat"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
@@ -55,6 +56,16 @@ func (s *state) header() error {
 	}
 	p.Model.Tokenizer = planTokenizer(v)
 	p.Model.Tokenizer.ChatTemplate, _ = s.file.GetString("tokenizer.chat_template")
+	if p.Model.Tokenizer.ChatTemplate == "" && s.arch.ChatTemplate != "" {
+		// The model ships no template but its family has one format: the
+		// plan carries that built-in's source, so the runtime needs no
+		// model knowledge to chat.
+		t, ok := chat.Builtin(s.arch.ChatTemplate)
+		if !ok {
+			return fmt.Errorf("%s: chat_template %q is no built-in template (have %v)", s.arch.File, s.arch.ChatTemplate, chat.BuiltinNames())
+		}
+		p.Model.Tokenizer.ChatTemplate = t.Source()
+	}
 	return nil
 }
 
