@@ -50,7 +50,7 @@ func runBench(ctx *cli, args []string) error {
 	perTok := float64(m.DecodeBytes())
 	achieved := perTok * tgM
 	if *asJSON {
-		enc := json.NewEncoder(ctx.stdout)
+		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
 			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": *lf.threads,
@@ -60,7 +60,7 @@ func runBench(ctx *cli, args []string) error {
 			"bandwidth_bytes_s": bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
 		})
 	}
-	w := tabwriter.NewWriter(ctx.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(ctx.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "model\tchip\tbackend\tthreads\ttest\tt/s\t\n")
 	for _, row := range []struct {
 		test  string
@@ -69,7 +69,7 @@ func runBench(ctx *cli, args []string) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%.2f ± %.2f\t\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), *lf.threads, row.test, row.m, row.sd)
 	}
 	w.Flush()
-	fmt.Fprintf(ctx.stdout, "\ndecode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)\n",
+	fmt.Fprintf(ctx.Stdout, "\ndecode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)\n",
 		perTok/1e6, achieved/1e9, 100*achieved/bw, bw/1e9, bwSrc)
 	return nil
 }

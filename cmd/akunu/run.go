@@ -41,9 +41,9 @@ func (lf loadFlags) load(ctx *cli, plan string) (*runtime.Model, error) {
 	}
 	return runtime.Load(plan, runtime.Options{Model: *lf.model, Threads: *lf.threads,
 		Progress: func(stage string, done, total int64) {
-			fmt.Fprintf(ctx.stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
+			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
 			if done >= total {
-				fmt.Fprintln(ctx.stderr)
+				fmt.Fprintln(ctx.Stderr)
 			}
 		}})
 }
@@ -80,9 +80,9 @@ func runRun(ctx *cli, args []string) error {
 		RepeatPenalty: float32(*rep), Seed: uint32(*seed)}}
 	dec := m.Tokenizer.NewDecoder(false)
 	if !*asJSON {
-		fmt.Fprint(ctx.stdout, *prompt)
+		fmt.Fprint(ctx.Stdout, *prompt)
 		o.OnToken = func(id int32) bool {
-			fmt.Fprint(ctx.stdout, dec.Add(id))
+			fmt.Fprint(ctx.Stdout, dec.Add(id))
 			return true
 		}
 	}
@@ -92,8 +92,8 @@ func runRun(ctx *cli, args []string) error {
 	}
 	st := stats(m, res)
 	if !*asJSON {
-		fmt.Fprintln(ctx.stdout, dec.Flush())
-		fmt.Fprintf(ctx.stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; load %.0f ms; stop: %s\n",
+		fmt.Fprintln(ctx.Stdout, dec.Flush())
+		fmt.Fprintf(ctx.Stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; load %.0f ms; stop: %s\n",
 			len(res.Prompt), st.PromptTokS, len(res.Tokens), st.DecodeTokS, st.LoadMS, st.Stop)
 		return nil
 	}
@@ -114,7 +114,7 @@ func runRun(ctx *cli, args []string) error {
 		}
 		out.TopLogits = append(out.TopLogits, row)
 	}
-	enc := json.NewEncoder(ctx.stdout)
+	enc := json.NewEncoder(ctx.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }

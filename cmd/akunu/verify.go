@@ -65,9 +65,9 @@ func runVerify(ctx *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep.print(ctx.stdout, *backend)
+	rep.print(ctx.Stdout, *backend)
 	if rep.Mismatch != nil {
-		return exitError{code: 1}
+		return exitError{Code: 1}
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ func runChips(ctx *cli, args []string) error {
 		if *detect || len(names) > 0 {
 			return fmt.Errorf("%w: --rules takes no names", errUsage)
 		}
-		return printRules(ctx.stdout, *asJSON)
+		return printRules(ctx.Stdout, *asJSON)
 	}
 	if *detect {
 		names = append(names, "auto")
@@ -75,16 +75,16 @@ func runChips(ctx *cli, args []string) error {
 	}
 
 	if *asJSON {
-		enc := json.NewEncoder(ctx.stdout)
+		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
 	for _, e := range out {
 		if e.Detected != "" {
-			fmt.Fprintf(ctx.stdout, "%s\n\n", e.Detected)
+			fmt.Fprintf(ctx.Stdout, "%s\n\n", e.Detected)
 		}
 	}
-	return printChips(ctx.stdout, out)
+	return printChips(ctx.Stdout, out)
 }
 
 // resolveChip resolves one name; auto also keeps what detection found.

@@ -52,14 +52,14 @@ func runCompile(ctx *cli, args []string) error {
 				return err
 			}
 		}
-		fmt.Fprintf(ctx.stderr, "akunuc: --chip auto: %s → %s\n", strings.ReplaceAll(strings.TrimSpace(found), "\n", "; "), prof)
+		fmt.Fprintf(ctx.Stderr, "akunuc: --chip auto: %s → %s\n", strings.ReplaceAll(strings.TrimSpace(found), "\n", "; "), prof)
 	} else if prof, err = chips.Resolve(*chip, *cores); err != nil {
 		return err
 	}
 
 	o := compiler.Options{Chip: prof, Ctx: *maxCtx}
 	if *verbose {
-		o.Verbose = ctx.stderr
+		o.Verbose = ctx.Stderr
 	}
 	start := time.Now()
 	p, err := compiler.Compile(model, o)
@@ -77,7 +77,7 @@ func runCompile(ctx *cli, args []string) error {
 	for _, pr := range p.Programs {
 		cmds += len(pr.Commands)
 	}
-	fmt.Fprintf(ctx.stdout, "wrote %s: %s for %s, context %d, %d programs, %d commands, %s, in %s\n",
+	fmt.Fprintf(ctx.Stdout, "wrote %s: %s for %s, context %d, %d programs, %d commands, %s, in %s\n",
 		*out, p.Model.HParams.Arch, prof, p.Model.HParams.Ctx, len(p.Programs), cmds,
 		modelinfo.Bytes(st.Size()), time.Since(start).Round(time.Millisecond))
 	return nil

@@ -26,21 +26,21 @@ func runDiff(ctx *cli, args []string) error {
 	}
 	a, err := plans.ReadFile(pos[0])
 	if err != nil {
-		return errorExit{err, 2}
+		return errorExit{Err: err, Code: 2}
 	}
 	b, err := plans.ReadFile(pos[1])
 	if err != nil {
-		return errorExit{err, 2}
+		return errorExit{Err: err, Code: 2}
 	}
 	ds := plans.Diff(a, b)
 	if len(ds) == 0 {
-		fmt.Fprintf(ctx.stdout, "%s and %s are equal\n", pos[0], pos[1])
+		fmt.Fprintf(ctx.Stdout, "%s and %s are equal\n", pos[0], pos[1])
 		return nil
 	}
-	fmt.Fprintf(ctx.stdout, "--- %s\n+++ %s\n", pos[0], pos[1])
-	if err := plans.WriteDiff(ctx.stdout, ds); err != nil {
-		return errorExit{err, 2}
+	fmt.Fprintf(ctx.Stdout, "--- %s\n+++ %s\n", pos[0], pos[1])
+	if err := plans.WriteDiff(ctx.Stdout, ds); err != nil {
+		return errorExit{Err: err, Code: 2}
 	}
-	fmt.Fprintf(ctx.stdout, "%d differences\n", len(ds))
-	return exitError{1}
+	fmt.Fprintf(ctx.Stdout, "%d differences\n", len(ds))
+	return exitError{Code: 1}
 }

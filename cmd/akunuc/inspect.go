@@ -63,11 +63,11 @@ func runInspect(ctx *cli, args []string) error {
 		value, report = r, modelText{r}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(ctx.stdout)
+		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(value)
 	}
-	return report.text(ctx.stdout)
+	return report.text(ctx.Stdout)
 }
 
 type planText struct {

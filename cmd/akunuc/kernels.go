@@ -61,7 +61,7 @@ func runKernels(ctx *cli, args []string) error {
 		if len(patterns) > 0 {
 			return fmt.Errorf("%w: --structs takes no patterns", errUsage)
 		}
-		return printStructs(ctx.stdout, *asJSON)
+		return printStructs(ctx.Stdout, *asJSON)
 	}
 	ks, err := matchKernels(patterns)
 	if err != nil {
@@ -72,11 +72,11 @@ func runKernels(ctx *cli, args []string) error {
 		for i, k := range ks {
 			out[i] = toKernelJSON(k)
 		}
-		enc := json.NewEncoder(ctx.stdout)
+		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	return printKernels(ctx.stdout, ks)
+	return printKernels(ctx.Stdout, ks)
 }
 
 // matchKernels selects the kernels whose names match one of the glob

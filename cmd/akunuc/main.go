@@ -3,17 +3,19 @@
 //
 // The command is thin: each subcommand parses its flags, calls a library
 // package and prints. Subcommands live one per file and register themselves
-// in init so that files can be added without touching this one.
+// in init, so files can be added without touching this one; the dispatcher
+// itself is internal/cli, shared with the other command.
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
-	"sort"
+
+	clipkg "github.com/akunu-dev/akunu/internal/cli"
 )
+
+var app = clipkg.New("akunuc", "akunuc compiles GGUF models into dispatch plans for Apple GPUs and CPUs.")
 
 // command is one subcommand of akunuc.
 type command struct {
@@ -24,130 +26,34 @@ type command struct {
 }
 
 // cli carries what a subcommand may touch of the process.
-type cli struct {
-	stdout, stderr io.Writer
-}
+type cli = clipkg.Context
 
 var commands = map[string]command{}
 
 func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("akunuc: duplicate command " + c.name)
-	}
 	commands[c.name] = c
+	app.Register(clipkg.Command{Name: c.name, Summary: c.summary, Usage: c.usage, Run: c.run})
 }
 
 // errUsage marks a usage error: exit status 2 and the command's usage.
-var errUsage = errors.New("usage")
+var errUsage = clipkg.ErrUsage
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+// exitError ends the process with a status and no further message;
+// errorExit prints its error and ends with a status other than 1.
+type (
+	exitError = clipkg.Exit
+	errorExit = clipkg.ErrorExit
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				fmt.Fprintf(stdout, "usage: akunuc %s %s\n\n%s\n", c.name, c.usage, c.summary)
-				return 0
-			}
-		}
-		overview(stdout)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "akunuc: unknown command %q (run 'akunuc help')\n", args[0])
-		return 2
-	}
-	err := c.run(&cli{stdout: stdout, stderr: stderr}, args[1:])
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "akunuc %s: %v\nusage: akunuc %s %s\n", c.name, err, c.name, c.usage)
-		return 2
-	default:
-		var ex exitError
-		if errors.As(err, &ex) {
-			return ex.code
-		}
-		code := 1
-		var ee errorExit
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		fmt.Fprintf(stderr, "akunuc %s: %v\n", c.name, err)
-		return code
-	}
+	return app.Main(args, os.Stdin, stdout, stderr)
 }
 
-// exitError ends the process with a given status and no further message
-// (the command has already printed what it had to say).
-type exitError struct{ code int }
+// newFlags returns the flag set of command c.
+func newFlags(ctx *cli, c command) *flag.FlagSet { return ctx.Flags(c.name) }
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
-
-// errorExit is an error printed as usual but ending the process with a
-// status other than 1 (diff exits 2 on errors, 1 meaning "different").
-type errorExit struct {
-	err  error
-	code int
-}
-
-func (e errorExit) Error() string { return e.err.Error() }
-func (e errorExit) Unwrap() error { return e.err }
-
-func overview(w io.Writer) {
-	fmt.Fprintln(w, "akunuc compiles GGUF models into dispatch plans for Apple GPUs and CPUs.")
-	fmt.Fprintln(w, "\nusage: akunuc COMMAND [flags] [args]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprintln(w, "\nRun 'akunuc COMMAND -h' for the flags of a command.")
-}
-
-// newFlags returns a flag set that reports errors as usage errors and prints
-// its help to the command's stdout.
-func newFlags(ctx *cli, c command) *flag.FlagSet {
-	fs := flag.NewFlagSet("akunuc "+c.name, flag.ContinueOnError)
-	fs.SetOutput(ctx.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(ctx.stderr, "usage: akunuc %s %s\n\n%s\n\nflags:\n", c.name, c.usage, c.summary)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args, allowing flags after positional arguments
-// (akunuc inspect model.gguf --json), and returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-}
+// parseFlags parses args, allowing flags after positional arguments, and
+// returns the positional ones.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) { return clipkg.Parse(fs, args) }

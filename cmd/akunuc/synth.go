@@ -116,9 +116,9 @@ func runSynth(ctx *cli, args []string) error {
 			return
 		}
 		last = time.Now()
-		fmt.Fprintf(ctx.stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), modelinfo.Bytes(total))
+		fmt.Fprintf(ctx.Stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), modelinfo.Bytes(total))
 		if done == total {
-			fmt.Fprintln(ctx.stderr)
+			fmt.Fprintln(ctx.Stderr)
 		}
 	}
 	p, err := synth.Build(reg, o)
@@ -136,7 +136,7 @@ func runSynth(ctx *cli, args []string) error {
 		}
 		params += n
 	}
-	fmt.Fprintf(ctx.stdout, "wrote %s: %s (%s), %d tensors, %s parameters, %s in %.1fs\n",
+	fmt.Fprintf(ctx.Stdout, "wrote %s: %s (%s), %d tensors, %s parameters, %s in %.1fs\n",
 		out, p.HParams.Arch, p.Arch.Name, len(p.Tensors), modelinfo.Count(params), strings.ToLower(o.DType.String()), time.Since(start).Seconds())
 	return nil
 }

@@ -54,7 +54,7 @@ func runTokenize(ctx *cli, args []string) error {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	special := !*noSpecial
-	w := bufio.NewWriter(ctx.stdout)
+	w := bufio.NewWriter(ctx.Stdout)
 	if *vectors != "" {
 		data, err := os.ReadFile(*vectors)
 		if err != nil {
