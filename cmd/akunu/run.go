@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	"github.com/akunu-dev/akunu/runtime"
+	"github.com/akunu-dev/akunu/runtime/metal"
 )
 
 func init() {
@@ -30,16 +32,31 @@ func addLoadFlags(fs interface {
 }) loadFlags {
 	return loadFlags{
 		model:   fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)"),
-		backend: fs.String("backend", "cpu", "the backend: cpu (the only one yet)"),
+		backend: fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
 		threads: fs.Int("threads", 0, "CPU threads (0: every core)"),
 	}
 }
 
 func (lf loadFlags) load(ctx *cli, plan string) (*runtime.Model, error) {
-	if *lf.backend != "cpu" {
-		return nil, fmt.Errorf("%w: --backend %q: only cpu is built", errUsage, *lf.backend)
+	var be runtime.Backend
+	switch *lf.backend {
+	case "auto":
+		var why string
+		be, why = runtime.DefaultBackend(*lf.threads)
+		if be.Name() != "cpu" || goruntime.GOOS == "darwin" {
+			fmt.Fprintf(ctx.Stderr, "akunu: backend %s\n", why)
+		}
+	case "cpu":
+		be = runtime.NewCPU(*lf.threads)
+	case "metal":
+		var err error
+		if be, err = runtime.NewMetal(metal.Options{}); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", errUsage, *lf.backend)
 	}
-	return runtime.Load(plan, runtime.Options{Model: *lf.model, Threads: *lf.threads,
+	return runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads,
 		Progress: func(stage string, done, total int64) {
 			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
 			if done >= total {
