@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/tokcli"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
@@ -99,9 +100,9 @@ func TestTokenizeTextMatchesLlamaCpp(t *testing.T) {
 	if out != format(want) {
 		t.Errorf("words as arguments: %q, want %q", out, format(want))
 	}
-	old := tokenizeStdin
-	defer func() { tokenizeStdin = old }()
-	tokenizeStdin = strings.NewReader("Once upon\na time\n")
+	old := tokcli.Stdin
+	defer func() { tokcli.Stdin = old }()
+	tokcli.Stdin = strings.NewReader("Once upon\na time\n")
 	out, _, _ = tokenizeCmd(t, path)
 	want, _ = m.Tokenize("Once upon\na time\n", true, true)
 	if out != format(want) {
