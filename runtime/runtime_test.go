@@ -228,3 +228,30 @@ func TestModelMismatchIsRefused(t *testing.T) {
 		t.Fatalf("a missing file: %v", err)
 	}
 }
+
+// TestRewindContinuesFromAPrefix: rewinding to a prefix and feeding other
+// tokens gives what a fresh session fed the same conversation gives.
+func TestRewindContinuesFromAPrefix(t *testing.T) {
+	m := storiesModel(t)
+	p1 := m.Tokenizer.Tokenize("Once upon a time, there was a little", true, false)
+	p2 := m.Tokenizer.Tokenize(" dog who liked to run", false, false)
+	p3 := m.Tokenizer.Tokenize(" girl named Lily", false, false)
+	o := GenerateOptions{MaxTokens: 12}
+
+	s := m.NewSession()
+	if _, err := s.Generate(append(slices.Clone(p1), p2...), o); err != nil {
+		t.Fatal(err)
+	}
+	s.Rewind(len(p1))
+	got, err := s.Generate(p3, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := m.NewSession().Generate(append(slices.Clone(p1), p3...), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Tokens, fresh.Tokens) {
+		t.Errorf("after Rewind: %v, fresh: %v", got.Tokens, fresh.Tokens)
+	}
+}

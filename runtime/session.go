@@ -98,6 +98,16 @@ func (s *Session) History() []int32 { return s.hist }
 // Reset forgets the conversation.
 func (s *Session) Reset() { s.hist, s.pos = s.hist[:0], 0 }
 
+// Rewind keeps the first n tokens of the conversation and forgets the rest.
+// The KV cache keeps what it held of those n (positions past them are
+// overwritten before they are read again), so a chat that re-renders its
+// whole history feeds only what differs from the last turn.
+func (s *Session) Rewind(n int) {
+	n = max(0, min(n, len(s.hist)))
+	s.hist = s.hist[:n]
+	s.pos = min(s.pos, n)
+}
+
 // Generate feeds input (after any token the last turn left pending) and
 // generates until a stop condition.
 func (s *Session) Generate(input []int32, o GenerateOptions) (*Result, error) {

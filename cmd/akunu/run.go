@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	goruntime "runtime"
 	"time"
@@ -17,6 +18,21 @@ func init() {
 		usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--threads N] [--json] [--top-logits K] [--model PATH]",
 		run:     runRun,
 	})
+}
+
+// addSamplingFlags declares the sampling knobs (llama.cpp's names and, but
+// for the temperature, its defaults) and returns a function that reads them.
+func addSamplingFlags(fs *flag.FlagSet, defaultTemp float64) func() runtime.Sampling {
+	temp := fs.Float64("temp", defaultTemp, "temperature (0: greedy)")
+	topK := fs.Int("top-k", 40, "top-k (0: all)")
+	topP := fs.Float64("top-p", 0.95, "top-p (1: all)")
+	minP := fs.Float64("min-p", 0.05, "min-p (0: none)")
+	rep := fs.Float64("repeat-penalty", 1, "repetition penalty over the last 64 tokens (1: none)")
+	seed := fs.Uint("seed", 0, "sampling seed")
+	return func() runtime.Sampling {
+		return runtime.Sampling{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
+			RepeatPenalty: float32(*rep), Seed: uint32(*seed)}
+	}
 }
 
 // loadFlags are the flags every command that loads a plan takes.
@@ -70,12 +86,7 @@ func runRun(ctx *cli, args []string) error {
 	fs := newFlags(ctx, c)
 	prompt := fs.String("p", "", "the prompt")
 	n := fs.Int("n", 128, "tokens to generate at most (0: until EOS or a full context)")
-	temp := fs.Float64("temp", 0, "temperature (0: greedy)")
-	topK := fs.Int("top-k", 40, "top-k (0: all)")
-	topP := fs.Float64("top-p", 0.95, "top-p (1: all)")
-	minP := fs.Float64("min-p", 0.05, "min-p (0: none)")
-	rep := fs.Float64("repeat-penalty", 1, "repetition penalty over the last 64 tokens (1: none)")
-	seed := fs.Uint("seed", 0, "sampling seed")
+	sampling := addSamplingFlags(fs, 0)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming")
 	topLogits := fs.Int("top-logits", 0, "with --json: the K best [id, logit] pairs of every step")
 	lf := addLoadFlags(fs)
@@ -92,9 +103,7 @@ func runRun(ctx *cli, args []string) error {
 	}
 	defer m.Close()
 	ids := m.Tokenizer.Tokenize(*prompt, true, false)
-	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: runtime.Sampling{
-		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-		RepeatPenalty: float32(*rep), Seed: uint32(*seed)}}
+	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling()}
 	dec := m.Tokenizer.NewDecoder(false)
 	if !*asJSON {
 		fmt.Fprint(ctx.Stdout, *prompt)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler"
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+// chatPlan is a small qwen3 model with the built-in byte-level vocabulary:
+// it ships no chat template, so the plan carries the family's (ChatML).
+func chatPlan(t *testing.T) string {
+	t.Helper()
+	reg, err := specs.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gg := filepath.Join(dir, "m.gguf")
+	sp, err := synth.Build(reg, synth.Options{Arch: "qwen3", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, DType: dtype.F32, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sp.Write(gg, 3); err != nil {
+		t.Fatal(err)
+	}
+	prof, _ := chips.Resolve("cpu-avx2", 2)
+	p, err := compiler.Compile(gg, compiler.Options{Chip: prof, Ctx: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "m.plan")
+	if err := plans.WriteFile(out, p); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var fedRE = regexp.MustCompile(`fed (\d+) of (\d+) prompt tokens`)
+
+func TestChatKeepsTheCacheBetweenTurns(t *testing.T) {
+	plan := chatPlan(t)
+	var out, errOut bytes.Buffer
+	in := strings.NewReader("Hello there\nHow are you?\n/exit\n")
+	code := runIO([]string{"chat", plan, "--backend", "cpu", "-n", "6", "--temp", "0", "--system", "Be brief."}, in, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	turns := fedRE.FindAllStringSubmatch(errOut.String(), -1)
+	if len(turns) != 2 {
+		t.Fatalf("want 2 turns reported, stderr:\n%s", errOut.String())
+	}
+	fed2, _ := strconv.Atoi(turns[1][1])
+	all2, _ := strconv.Atoi(turns[1][2])
+	if fed2 >= all2 {
+		t.Errorf("the second turn fed %d of %d tokens: the cache was not reused", fed2, all2)
+	}
+	if strings.Count(out.String(), "> ") != 3 {
+		t.Errorf("want three prompts (two turns and /exit), stdout:\n%s", out.String())
+	}
+}
+
+func TestChatRefusesAPlanWithoutATemplate(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf") // llama: no single format, no template
+	var out, errOut bytes.Buffer
+	code := runIO([]string{"chat", plan, "--backend", "cpu"}, strings.NewReader("hi\n"), &out, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), "chat_template") {
+		t.Errorf("exit %d, stderr %q; want a refusal that names the missing template", code, errOut.String())
+	}
+}
