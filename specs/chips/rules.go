@@ -160,11 +160,11 @@ var rules = []Rule{
 
 	rule("attn_decode_parallel_kv", isCPU, 0,
 		"ours: heads already spread over goroutines"),
-	rule("attn_decode_parallel_kv", largeGPU, 1024,
-		"ours, unmeasured: split-K pays once one threadgroup per head leaves cores idle, sooner with more cores"),
-	rule("attn_decode_parallel_kv", mediumGPU, 2048,
-		"ours, unmeasured: medium GPUs"),
-	rule("attn_decode_parallel_kv", always, 4096,
+	rule("attn_decode_parallel_kv", largeGPU, 4096,
+		"ours, unmeasured: split-K adds a reduce dispatch per layer, so it pays only for long caches; sooner with more cores to fill"),
+	rule("attn_decode_parallel_kv", mediumGPU, 8192,
+		"ours, unmeasured: medium GPUs keep the engine's one attention command per layer up to 8k contexts"),
+	rule("attn_decode_parallel_kv", always, 16384,
 		"ours, unmeasured: small GPUs"),
 
 	rule("attn_prefill_v2_tokens", isCPU, 0,

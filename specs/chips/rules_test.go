@@ -113,8 +113,8 @@ func TestAttentionVariantFollowsLength(t *testing.T) {
 		decode AttnVariant
 	}{
 		{m1, 1, AttnStandard}, {m1, 255, AttnStandard}, {m1, 256, AttnFast},
-		{m1, 4095, AttnFast}, {m1, 4096, AttnParallel},
-		{m4max, 1023, AttnFast}, {m4max, 1024, AttnParallel},
+		{m1, 16383, AttnFast}, {m1, 16384, AttnParallel},
+		{m4max, 4095, AttnFast}, {m4max, 4096, AttnParallel},
 		{cpu, 100000, AttnStandard},
 	} {
 		if got := tc.chip.Tuning().DecodeAttention(tc.kvLen); got != tc.decode {
