@@ -130,7 +130,7 @@ func TestLlama8BDecodeForm(t *testing.T) {
 	})
 	t.Run("plans.Diff reports exactly the fusion and tuning differences", func(t *testing.T) {
 		var b bytes.Buffer
-		if err := plans.WriteDiff(&b, plans.Diff(m1, m4)); err != nil {
+		if err := plans.WriteDiff(&b, plans.DiffWith(m1, m4, plans.RenderOptions{Params: kernels.ParamFields})); err != nil {
 			t.Fatal(err)
 		}
 		golden(t, "llama8b-2l.diff.m1.m4-pro.txt", b.Bytes())

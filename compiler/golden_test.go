@@ -8,6 +8,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 )
 
@@ -53,7 +54,7 @@ func TestGoldenPlans(t *testing.T) {
 				}
 				var b bytes.Buffer
 				fmt.Fprintf(&b, "# %s compiled for %s, ctx 256; programs decode, sampled, prefill.8 of %d\n", m.name, c, len(p.Programs))
-				if err := short.Render(&b); err != nil {
+				if err := short.RenderWith(&b, plans.RenderOptions{Params: kernels.ParamFields}); err != nil {
 					t.Fatal(err)
 				}
 				golden(t, fmt.Sprintf("%s.%s.txt", m.name, strings.ReplaceAll(c, ":", "-")), b.Bytes())

@@ -3,7 +3,9 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -206,4 +208,35 @@ func Decode(b []byte, params any) error {
 	}
 	_, err := binary.Decode(b, binary.LittleEndian, params)
 	return err
+}
+
+// ParamFields renders the parameter bytes of a command of the named kernel
+// as "name = value" lines, one per field (padding left out), for plan
+// renderings and diffs (plans.RenderOptions.Params). It returns nil for an
+// unknown kernel or bytes of the wrong size, so the caller falls back to hex.
+func ParamFields(kernel string, b []byte) []string {
+	k, ok := Lookup(kernel)
+	if !ok || k.Params == nil || len(b) != k.Params.Size {
+		return nil
+	}
+	out := make([]string, 0, len(k.Params.Fields))
+	for _, f := range k.Params.Fields {
+		if f.Padding() || f.Offset+f.Size > len(b) {
+			continue
+		}
+		raw := b[f.Offset : f.Offset+f.Size]
+		var v string
+		switch f.CType {
+		case "float":
+			v = strconv.FormatFloat(float64(math.Float32frombits(binary.LittleEndian.Uint32(raw))), 'g', -1, 32)
+		case "int32_t":
+			v = strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(raw))), 10)
+		case "uint16_t":
+			v = strconv.FormatUint(uint64(binary.LittleEndian.Uint16(raw)), 10)
+		default:
+			v = strconv.FormatUint(uint64(binary.LittleEndian.Uint32(raw)), 10)
+		}
+		out = append(out, f.Name+" = "+v)
+	}
+	return out
 }

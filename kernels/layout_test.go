@@ -213,3 +213,14 @@ func TestLayoutRefusesStructsThatBreakTheRules(t *testing.T) {
 		})
 	}
 }
+
+func TestParamFieldsNameEveryField(t *testing.T) {
+	b := Encode(NormParams{Dim: 4096, Eps: 1e-5})
+	got := strings.Join(ParamFields("rmsnorm_f16", b), "; ")
+	if !strings.Contains(got, "dim = 4096") || !strings.Contains(got, "eps = 1e-05") || strings.Contains(got, "_pad") {
+		t.Errorf("ParamFields = %q", got)
+	}
+	if ParamFields("rmsnorm_f16", b[:4]) != nil || ParamFields("no_such_kernel", b) != nil {
+		t.Error("wrong sizes and unknown kernels must give nil (the caller falls back to hex)")
+	}
+}

@@ -62,8 +62,13 @@ func WriteDiff(w io.Writer, ds []Difference) error {
 // reported as one change from the old commands to the new. Indices
 // (buffers, pipelines, commands) never appear: a buffer added at the front
 // shifts every index but changes nothing the diff reports.
-func Diff(a, b *Plan) []Difference {
-	var ds diffs
+func Diff(a, b *Plan) []Difference { return DiffWith(a, b, RenderOptions{}) }
+
+// DiffWith is Diff with rendering options: with o.Params, parameter bytes
+// are compared field by field ("kv_stride = 1024 → kv_stride = 1536")
+// instead of as hex words.
+func DiffWith(a, b *Plan, o RenderOptions) []Difference {
+	ds := diffs{o: o}
 	ds.changed("format", fmt.Sprint(a.Header.Format), fmt.Sprint(b.Header.Format))
 	ds.changed("min_runtime", fmt.Sprint(a.Header.MinRuntime), fmt.Sprint(b.Header.MinRuntime))
 	ds.facts("", flatFacts("header.", &a.Header), flatFacts("header.", &b.Header))
@@ -74,7 +79,10 @@ func Diff(a, b *Plan) []Difference {
 	return ds.list
 }
 
-type diffs struct{ list []Difference }
+type diffs struct {
+	list []Difference
+	o    RenderOptions
+}
 
 func (ds *diffs) changed(path, old, new string) {
 	if old != new {
@@ -241,7 +249,7 @@ func (ds *diffs) program(a, b *Plan, pa, pb *Program) {
 			if len(g.cmds) > 1 {
 				path += fmt.Sprintf("#%d", k)
 			}
-			ds.facts(path+" ", a.commandFacts(g.cmds[k], RenderOptions{}), b.commandFacts(h.cmds[k], RenderOptions{}))
+			ds.facts(path+" ", a.commandFacts(g.cmds[k], ds.o), b.commandFacts(h.cmds[k], ds.o))
 		}
 	}
 	for _, g := range gb {

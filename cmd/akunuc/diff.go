@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 )
 
@@ -32,7 +33,7 @@ func runDiff(ctx *cli, args []string) error {
 	if err != nil {
 		return errorExit{Err: err, Code: 2}
 	}
-	ds := plans.Diff(a, b)
+	ds := plans.DiffWith(a, b, plans.RenderOptions{Params: kernels.ParamFields})
 	if len(ds) == 0 {
 		fmt.Fprintf(ctx.Stdout, "%s and %s are equal\n", pos[0], pos[1])
 		return nil
