@@ -11,7 +11,7 @@ import (
 	"github.com/akunu-dev/akunu/plans"
 )
 
-func storiesModel(t *testing.T) *Model {
+func storiesModel(t testing.TB) *Model {
 	t.Helper()
 	model := stories(t)
 	return load(t, compile(t, model, "cpu-avx2:2"), model, 2)
