@@ -1,6 +1,6 @@
 # akunu: the compiler (akunuc) and the runtime (akunu).
 #
-#   make demo   synthesize a small model, inspect it, compile it for two chips and diff the plans
+#   make demo   synthesize a small model, inspect it, compile it for two chips and diff the plans, run it
 #   make test   everything CI runs: unit tests, differential tests against llama.cpp, short fuzzing
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
 #   make plans  regenerate the golden plan renderings (testdata/plans)
@@ -63,6 +63,13 @@ demo: build
 	$(BIN)/akunuc compile $(DEMO)/demo.gguf --chip m4-pro -o $(DEMO)/demo.m4-pro.plan
 	$(BIN)/akunuc inspect --summary $(DEMO)/demo.m4-pro.plan
 	$(BIN)/akunuc diff $(DEMO)/demo.m1.plan $(DEMO)/demo.m4-pro.plan | head -40; true
+	$(BIN)/akunuc compile $(DEMO)/demo.gguf --chip auto -o $(DEMO)/demo.plan
+	$(BIN)/akunu run $(DEMO)/demo.plan -p "Once upon a time" -n 32
+	@echo "(random weights: the text is noise; the speed is real)"
+	@if [ -f ../shared/models/stories260K.gguf ]; then \
+		cp ../shared/models/stories260K.gguf $(DEMO)/ && \
+		$(BIN)/akunuc compile $(DEMO)/stories260K.gguf --chip auto -o $(DEMO)/stories260K.plan && \
+		$(BIN)/akunu run $(DEMO)/stories260K.plan -p "Once upon a time" -n 64; fi
 
 clean:
 	rm -rf $(BIN) $(DEMO)
