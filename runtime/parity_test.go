@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"testing"
 
@@ -97,6 +98,9 @@ func parity(t *testing.T, plan, model string, prompt string, n int, tol float64)
 			d = max(d, math.Abs(float64(x)-float64(rlogits[i][j])))
 		}
 		worst = max(worst, d/scale)
+		if os.Getenv("AKUNU_PARITY_STEPS") != "" {
+			t.Logf("step %d: %.3g (scale %.3g)", i, d/scale, scale)
+		}
 		if d > tol*scale {
 			t.Errorf("step %d: max |Δlogit| %.3g > %.3g·%.3g (tokens ours %d, llama.cpp %d)", i, d, tol, scale, got[i].tok, rtoks[i])
 			return i, worst

@@ -61,10 +61,7 @@ func dotF16Asm(w []uint16, x []float32) float32 {
 		_ = w[n-1]
 		s = dotF16AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
 	}
-	for i := n; i < len(x); i++ {
-		s += f16tab[w[i]] * x[i]
-	}
-	return s
+	return s + tailF16(w[n:len(x)], x[n:])
 }
 
 func dotF32Asm(w []float32, x []float32) float32 {
@@ -74,8 +71,5 @@ func dotF32Asm(w []float32, x []float32) float32 {
 		_ = w[n-1]
 		s = dotF32AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
 	}
-	for i := n; i < len(x); i++ {
-		s += w[i] * x[i]
-	}
-	return s
+	return s + tailF32(w[n:len(x)], x[n:])
 }

@@ -2,12 +2,28 @@
 
 #include "textflag.h"
 
-// AVX2 dot products. Each loops over whole blocks (or 8-element groups)
-// with one float32x8 accumulator and returns its horizontal sum; callers
+// AVX2 dot products. Each loops over whole blocks (or 16-element groups,
+// two float32x8 accumulators) and returns the horizontal sum; callers
 // handle tails. The integer dots use the sign trick llama.cpp uses:
 // |w| (unsigned) times a·sign(w) (signed) with VPMADDUBSW, pairs summed
 // to int32 with VPMADDWD. No saturation: |w| ≤ 8 (Q4_0) or ≤ 128 (Q8_0),
 // |a| ≤ 127, so a pair sums to at most 2·128·127 < 2^15.
+//
+// The quantized dots follow ggml's AVX2 vec_dot_q4_0_q8_0/q8_0_q8_0: one
+// 8-lane accumulator over blocks, lane l holding elements 4l..4l+3, and
+// hsum_float_8's reduction order. The block's product is rounded before
+// it is added (VMULPS, VADDPS; ggml fuses them) so that the portable Go
+// twins (lanes8, hsum8 in quant.go) agree to the bit.
+
+// HSUM8 reduces Y0 into X0 as ggml's hsum_float_8: high half + low half,
+// then (0+2, 1+3), then their sum.
+#define HSUM8 \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS  X1, X0, X0; \
+	VMOVHLPS X0, X0, X1; \
+	VADDPS  X1, X0, X0; \
+	VMOVSHDUP X0, X1; \
+	VADDSS  X1, X0, X0
 
 // func dotQ4_0AVX2(w, qs, d unsafe.Pointer, nb int) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
@@ -16,7 +32,6 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	MOVQ d+16(FP), DX
 	MOVQ nb+24(FP), CX
 	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
 	MOVL $0x0F0F0F0F, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -26,51 +41,6 @@ TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	MOVL $0x00010001, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
-
-q4loop2:
-	CMPQ CX, $2
-	JLT  q4loop
-	// two blocks per iteration, into two accumulators (Y0, Y8), so the
-	// FMA latency of one block hides behind the other's integer work.
-	MOVWLZX (SI), AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
-	VMULSS  (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	MOVWLZX 18(SI), AX
-	VMOVD   AX, X9
-	VCVTPH2PS X9, X9
-	VMULSS  4(DX), X9, X9
-	VBROADCASTSS X9, Y9
-	VMOVDQU 2(SI), X2
-	VPSRLW  $4, X2, X3
-	VINSERTI128 $1, X3, Y2, Y2
-	VPAND   Y15, Y2, Y2
-	VPSUBB  Y14, Y2, Y2
-	VMOVDQU 20(SI), X10
-	VPSRLW  $4, X10, X11
-	VINSERTI128 $1, X11, Y10, Y10
-	VPAND   Y15, Y10, Y10
-	VPSUBB  Y14, Y10, Y10
-	VMOVDQU (DI), Y4
-	VMOVDQU 32(DI), Y12
-	VPSIGNB Y2, Y2, Y5
-	VPSIGNB Y2, Y4, Y6
-	VPSIGNB Y10, Y10, Y11
-	VPSIGNB Y10, Y12, Y12
-	VPMADDUBSW Y6, Y5, Y7
-	VPMADDUBSW Y12, Y11, Y11
-	VPMADDWD Y13, Y7, Y7
-	VPMADDWD Y13, Y11, Y11
-	VCVTDQ2PS Y7, Y7
-	VCVTDQ2PS Y11, Y11
-	VFMADD231PS Y7, Y1, Y0
-	VFMADD231PS Y11, Y9, Y8
-	ADDQ $36, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	JMP  q4loop2
 
 q4loop:
 	TESTQ CX, CX
@@ -91,7 +61,8 @@ q4loop:
 	VPMADDUBSW Y6, Y5, Y7
 	VPMADDWD Y13, Y7, Y7
 	VCVTDQ2PS Y7, Y7
-	VFMADD231PS Y7, Y1, Y0
+	VMULPS  Y7, Y1, Y7
+	VADDPS  Y7, Y0, Y0
 	ADDQ $18, SI
 	ADDQ $32, DI
 	ADDQ $4, DX
@@ -99,11 +70,7 @@ q4loop:
 	JMP  q4loop
 
 q4done:
-	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS  X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET
@@ -134,7 +101,8 @@ q8loop:
 	VPMADDUBSW Y6, Y5, Y7
 	VPMADDWD Y13, Y7, Y7
 	VCVTDQ2PS Y7, Y7
-	VFMADD231PS Y7, Y1, Y0
+	VMULPS  Y7, Y1, Y7
+	VADDPS  Y7, Y0, Y0
 	ADDQ $34, SI
 	ADDQ $32, DI
 	ADDQ $4, DX
@@ -142,10 +110,7 @@ q8loop:
 	JMP  q8loop
 
 q8done:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS  X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+32(FP)
 	RET
@@ -164,8 +129,10 @@ f16loop:
 	JZ    f16done
 	VCVTPH2PS (SI), Y2
 	VCVTPH2PS 16(SI), Y3
-	VFMADD231PS (DI), Y2, Y0
-	VFMADD231PS 32(DI), Y3, Y1
+	VMULPS  (DI), Y2, Y2
+	VMULPS  32(DI), Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
 	ADDQ $32, SI
 	ADDQ $64, DI
 	SUBQ $16, CX
@@ -173,10 +140,7 @@ f16loop:
 
 f16done:
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS  X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
@@ -195,8 +159,10 @@ f32loop:
 	JZ    f32done
 	VMOVUPS (SI), Y2
 	VMOVUPS 32(SI), Y3
-	VFMADD231PS (DI), Y2, Y0
-	VFMADD231PS 32(DI), Y3, Y1
+	VMULPS  (DI), Y2, Y2
+	VMULPS  32(DI), Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
 	ADDQ $64, SI
 	ADDQ $64, DI
 	SUBQ $16, CX
@@ -204,10 +170,7 @@ f32loop:
 
 f32done:
 	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS  X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
+	HSUM8
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET

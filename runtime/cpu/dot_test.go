@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -9,16 +8,14 @@ import (
 )
 
 // The dispatched dot products (assembly where the CPU has it) against the
-// portable ones: integer sums are exact, so the quantized dots differ only
-// in float32 summation order (1e-5 relative of Σ|terms|); so do the float
-// ones.
+// portable ones: both follow ggml's AVX2 lane layout and reduction order
+// with unfused products, so they must agree to the bit.
 func TestDotTwinsMatchPortable(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, k := range []int{32, 96, 1024, 4096 + 64} {
 		x := randFloats(r, k, 1)
 		q := &q8act{}
 		q.need(k)
-		quantizeQ8(x, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
 		for _, c := range []struct {
 			dt       dtype.Type
 			got, ref qdot
@@ -27,8 +24,11 @@ func TestDotTwinsMatchPortable(t *testing.T) {
 				continue
 			}
 			w, _ := weights(t, r, c.dt, 1, k)
-			got, want := c.got(w, q.qs[:k], q.d[:k/qk], q.s[:k/qk]), c.ref(w, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
-			if math.Abs(float64(got-want)) > 1e-5*(1+math.Abs(float64(want)))*math.Sqrt(float64(k)) {
+			aq := weightTypeOf(c.dt).aq
+			q.quantize(aq, x, 1, k)
+			qs, d, s := q.row(aq, 0, k)
+			got, want := c.got(w, qs, d, s), c.ref(w, qs, d, s)
+			if got != want {
 				t.Errorf("%v k=%d: %g, portable %g", c.dt, k, got, want)
 			}
 		}
@@ -38,10 +38,10 @@ func TestDotTwinsMatchPortable(t *testing.T) {
 			for i, v := range wf {
 				wh[i] = f2h(v)
 			}
-			if got, want := dotF32(wf, x[:kk]), dotF32Go(wf, x[:kk]); math.Abs(float64(got-want)) > 1e-4*math.Sqrt(float64(kk)) {
+			if got, want := dotF32(wf, x[:kk]), dotF32Go(wf, x[:kk]); got != want {
 				t.Errorf("f32 k=%d: %g, portable %g", kk, got, want)
 			}
-			if got, want := dotF16(wh, x[:kk]), dotF16Go(wh, x[:kk]); math.Abs(float64(got-want)) > 1e-4*math.Sqrt(float64(kk)) {
+			if got, want := dotF16(wh, x[:kk]), dotF16Go(wh, x[:kk]); got != want {
 				t.Errorf("f16 k=%d: %g, portable %g", kk, got, want)
 			}
 		}

@@ -46,7 +46,7 @@ func (g *gemv) prepare(e *Exec) error {
 		return fmt.Errorf("no weight type %v: %w", e.Kernel.DType, ErrUnsupported)
 	}
 	n, k := int(g.p.N), int(g.p.K)
-	if k%g.wt.bs != 0 || (g.wt.q != nil && k%qk != 0) {
+	if k%g.wt.bs != 0 { // a weight block is whole activation blocks
 		return fmt.Errorf("k %d is not whole blocks of %v: %w", k, g.wt.dt, ErrUnsupported)
 	}
 	if len(e.buf(0)) < n*g.wt.rowBytes(k) {
@@ -82,9 +82,10 @@ func (g *gemv) run(e *Exec) {
 		g.bb = f32s(e.buf(g.y + 1))
 	}
 	if g.wt.q != nil {
-		q := &s.q8
-		quantizeQ8(x, q.qs[:k], q.d[:k/qk], q.s[:k/qk])
-		g.q = q
+		s.q8.quantize(g.wt.aq, x, 1, k)
+		g.q = &s.q8
+	} else {
+		g.wt.roundAct(x)
 	}
 	e.b.pool.run(g, n, e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))), g.rb)
 }
@@ -95,8 +96,8 @@ func (g *gemv) do(_, i0, i1 int) {
 		row := g.w[r*rb : r*rb+rb]
 		var v float32
 		if g.q != nil && g.wt.q != nil {
-			nb := k / qk
-			v = g.wt.q(row, g.q.qs[:k], g.q.d[:nb], g.q.s[:nb])
+			qs, d, s := g.q.row(g.wt.aq, 0, k)
+			v = g.wt.q(row, qs, d, s)
 		} else {
 			v = g.wt.f(row, g.x)
 		}
@@ -139,7 +140,7 @@ func (g *gemm) prepare(e *Exec) error {
 		return fmt.Errorf("no weight type %v: %w", e.Kernel.DType, ErrUnsupported)
 	}
 	m, n, k := int(g.p.M), int(g.p.N), int(g.p.K)
-	if k%g.wt.bs != 0 || (g.wt.q != nil && k%qk != 0) {
+	if k%g.wt.bs != 0 { // a weight block is whole activation blocks
 		return fmt.Errorf("k %d is not whole blocks of %v: %w", k, g.wt.dt, ErrUnsupported)
 	}
 	if len(e.buf(0)) < n*g.wt.rowBytes(k) {
@@ -174,16 +175,16 @@ func (g *gemm) run(e *Exec) {
 	}
 	g.q = nil
 	if g.wt.q != nil {
-		q := &s.q8
-		quantizeQ8(x, q.qs[:m*k], q.d[:m*k/qk], q.s[:m*k/qk])
-		g.q = q
+		s.q8.quantize(g.wt.aq, x, m, k)
+		g.q = &s.q8
+	} else {
+		g.wt.roundAct(x)
 	}
 	e.b.pool.run(g, n, e.b.pool.split(n, 1), g.rb*max(m, 1))
 }
 
 func (g *gemm) do(w, i0, i1 int) {
 	m, k, rb, ldc := int(g.p.M), int(g.p.K), g.rb, int(g.p.LDC)
-	nb := k / qk
 	var wf []float32
 	if g.q == nil {
 		wf = g.e.b.scratch.workers[w].f[:k]
@@ -202,7 +203,8 @@ func (g *gemm) do(w, i0, i1 int) {
 			if wf != nil {
 				v = dotF32(wf, g.x[i*k:i*k+k])
 			} else {
-				v = g.wt.q(row, g.q.qs[i*k:i*k+k], g.q.d[i*nb:i*nb+nb], g.q.s[i*nb:i*nb+nb])
+				qs, d, s := g.q.row(g.wt.aq, i, k)
+				v = g.wt.q(row, qs, d, s)
 			}
 			g.act.set(g.yb, i*ldc+r, v+b)
 		}

@@ -22,24 +22,45 @@ func kFor(dt dtype.Type) int {
 	return 256 * 3
 }
 
-// gemvTol is the stated tolerance of one output of a GEMV:
+// gemvTol is the stated tolerance of one output of a GEMV with weights of
+// type dt:
 //
 //   - float32 accumulation: 1e-5 · Σ|w·x| (K ≤ a few thousand products);
 //   - quantized weights meet the activations quantized to 8 bits per block
-//     of 32 with scale d = amax/127, so each activation is off by at most
-//     d/2 and the output by at most Σ_i |w_i| · d_b(i) / 2;
+//     of ggml's vec_dot_type (32 for Q8_0/Q8_1, 256 for Q8_K) with scale
+//     d = amax/127, so each activation is off by at most d/2, plus
+//     127·d·2^-11 where the scale is stored as f16 (Q8_0/Q8_1), and the
+//     output by Σ_i |w_i| times that;
+//   - F16 and BF16 weights meet the activation rounded to their type:
+//     Σ_i |w_i·x_i| · 2^-11 (2^-8 for BF16);
 //   - an F16 output is rounded once: |y| · 2^-11.
-func gemvTol(w []float64, x []float32, quant, f16 bool, y float64) float64 {
+func gemvTol(w []float64, x []float32, dt dtype.Type, f16 bool, y float64) float64 {
+	aq := weightTypeOf(dt).aq
+	bs := qk
+	if aq == aqQ8_K {
+		bs = qkK
+	}
 	var sabs, qerr float64
-	for b := 0; b < len(x); b += qk {
+	for b := 0; b < len(x); b += bs {
 		var amax float64
-		for i := b; i < min(b+qk, len(x)); i++ {
+		for i := b; i < min(b+bs, len(x)); i++ {
 			amax = max(amax, math.Abs(float64(x[i])))
 		}
-		for i := b; i < min(b+qk, len(x)); i++ {
-			sabs += math.Abs(w[i] * float64(x[i]))
-			if quant {
-				qerr += math.Abs(w[i]) * amax / 127 / 2
+		d := amax / 127
+		per := d / 2
+		if aq == aqQ8_0 || aq == aqQ8_1 {
+			per += 127 * d * f16ulp
+		}
+		for i := b; i < min(b+bs, len(x)); i++ {
+			p := math.Abs(w[i] * float64(x[i]))
+			sabs += p
+			switch aq {
+			case aqQ8_0, aqQ8_1, aqQ8_K:
+				qerr += math.Abs(w[i]) * per
+			case aqF16:
+				qerr += p * f16ulp
+			case aqBF16:
+				qerr += p / 256
 			}
 		}
 	}
@@ -99,7 +120,7 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 					if bias {
 						want += float64(bv[row])
 					}
-					tol := gemvTol(wr, x, dt.Quantized(), a == actF16, want)
+					tol := gemvTol(wr, x, dt, a == actF16, want)
 					if !near(got[row], want, tol) {
 						t.Fatalf("row %d: got %g, want %g (tolerance %g)", row, got[row], want, tol)
 					}
@@ -152,7 +173,7 @@ func TestGEMMEqualsRowByRowReference(t *testing.T) {
 					for j := range kk {
 						want += wr[j] * float64(x[j])
 					}
-					tol := gemvTol(wr, x, dt.Quantized(), a == actF16, want)
+					tol := gemvTol(wr, x, dt, a == actF16, want)
 					if !near(got[i*ldc+row], want, tol) {
 						t.Fatalf("[%d,%d]: got %g, want %g (tolerance %g)", i, row, got[i*ldc+row], want, tol)
 					}

@@ -6,10 +6,13 @@ import (
 
 // weightType is what the matrix kernels need of a weight dtype: its block
 // geometry, and either the dot product of a row with a quantized
-// activation (the quantized types) or with a float one (F32, F16, BF16).
+// activation (the quantized types) or with a float one (F32, F16, BF16;
+// for the half types the activation is first rounded to the weight's type,
+// as ggml converts it).
 type weightType struct {
 	dt     dtype.Type
-	bs, bb int // elements and bytes per block
+	bs, bb int      // elements and bytes per block
+	aq     actQuant // the activation's form: ggml's vec_dot_type
 	q      qdot
 	f      func(w []byte, x []float32) float32
 }
@@ -47,17 +50,28 @@ func weightTypeOf(dt dtype.Type) *weightType {
 // weightTypes holds the dot products in use: the portable ones, replaced at
 // init by assembly where the CPU has it (dot_amd64.go).
 var weightTypes = []weightType{
-	{dt: dtype.F32, bs: 1, bb: 4, f: func(w []byte, x []float32) float32 { return dotF32(f32s(w), x) }},
-	{dt: dtype.F16, bs: 1, bb: 2, f: func(w []byte, x []float32) float32 { return dotF16(u16s(w), x) }},
-	{dt: dtype.BF16, bs: 1, bb: 2, f: func(w []byte, x []float32) float32 { return dotBF16Go(u16s(w), x) }},
-	{dt: dtype.Q4_0, bs: 32, bb: 18, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ4_0(w, qs, d, s) }},
-	{dt: dtype.Q4_1, bs: 32, bb: 20, q: dotQ4_1Go},
-	{dt: dtype.Q5_0, bs: 32, bb: 22, q: dotQ5_0Go},
-	{dt: dtype.Q5_1, bs: 32, bb: 24, q: dotQ5_1Go},
-	{dt: dtype.Q8_0, bs: 32, bb: 34, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ8_0(w, qs, d, s) }},
-	{dt: dtype.Q4_K, bs: 256, bb: 144, q: dotQ4_KGo},
-	{dt: dtype.Q5_K, bs: 256, bb: 176, q: dotQ5_KGo},
-	{dt: dtype.Q6_K, bs: 256, bb: 210, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ6_K(w, qs, d, s) }},
+	{dt: dtype.F32, bs: 1, bb: 4, aq: aqF32, f: func(w []byte, x []float32) float32 { return dotF32(f32s(w), x) }},
+	{dt: dtype.F16, bs: 1, bb: 2, aq: aqF16, f: func(w []byte, x []float32) float32 { return dotF16(u16s(w), x) }},
+	{dt: dtype.BF16, bs: 1, bb: 2, aq: aqBF16, f: func(w []byte, x []float32) float32 { return dotBF16Go(u16s(w), x) }},
+	{dt: dtype.Q4_0, bs: 32, bb: 18, aq: aqQ8_0, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ4_0(w, qs, d, s) }},
+	{dt: dtype.Q4_1, bs: 32, bb: 20, aq: aqQ8_1, q: dotQ4_1Go},
+	{dt: dtype.Q5_0, bs: 32, bb: 22, aq: aqQ8_0, q: dotQ5_0Go},
+	{dt: dtype.Q5_1, bs: 32, bb: 24, aq: aqQ8_1, q: dotQ5_1Go},
+	{dt: dtype.Q8_0, bs: 32, bb: 34, aq: aqQ8_0, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ8_0(w, qs, d, s) }},
+	{dt: dtype.Q4_K, bs: 256, bb: 144, aq: aqQ8_K, q: dotQ4_KGo},
+	{dt: dtype.Q5_K, bs: 256, bb: 176, aq: aqQ8_K, q: dotQ5_KGo},
+	{dt: dtype.Q6_K, bs: 256, bb: 210, aq: aqQ8_K, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ6_K(w, qs, d, s) }},
+}
+
+// roundAct rounds m rows of k activations to what a half-type weight
+// meets; a no-op for the others.
+func (t *weightType) roundAct(x []float32) {
+	switch t.aq {
+	case aqF16:
+		roundF16(x)
+	case aqBF16:
+		roundBF16(x)
+	}
 }
 
 // The dispatched dot products: the portable versions unless an assembly
