@@ -120,29 +120,30 @@ func parity(t *testing.T, plan, model string, prompt string, n int, tol float64)
 func TestGreedyParityStories260K(t *testing.T) {
 	model := stories(t)
 	plan := compile(t, model, "cpu-avx2:2")
-	steps, d := parity(t, plan, model, "Once upon a time", 64, 2e-3)
+	steps, d := parity(t, plan, model, "Once upon a time", 64, 1e-3)
 	if steps < 64 {
 		t.Errorf("only %d steps agree", steps)
 	}
 	t.Logf("stories260K f32: %d steps, max |Δ|/max|logit| = %.2g", steps, d)
 }
 
-// Tolerances, relative to max|logit|. F32 and F16 weights: the deltas
-// measured on the synthetic models are below 1e-3 (summation order, and the
-// F16 KV cache both sides keep). stories260K, a trained model, reaches
-// 1.2e-3: llama.cpp's own two attention paths (flash on and off) differ
-// from ours by 1.2e-3 and 2.3e-3, so its F16 rounding of Q and of the
-// softmax is the floor, and the bound there is 2e-3.
+// Tolerances, relative to max|logit|. F32 and F16 weights: 1e-3, the
+// issue's bound. Measured: ≤ 5e-5 (F32) and ≤ 4.5e-4 (F16) on the synthetic
+// models, 2.9e-4 on stories260K, once the CPU's attention follows ggml's
+// non-flash path (q rounded to the F16 cache's type, the softmax normalized
+// and each weight rounded to F16 before V is summed) and the reference
+// context runs that path (internal/llamacpp turns flash attention off).
 //
-// Quantized weights: measured 0.4%–2.5% on random-weight models, whose
-// logits are small sums with heavy cancellation. runtime/cpu quantizes the
-// activation to each weight type's ggml vec_dot_type exactly as ggml-cpu's
-// x86 build does (Q8_0/Q8_1/Q8_K, ADR 0008); that moved these deltas by
-// less than 10%, and they are ~1e-2 already at the prompt's step, so their
-// cause lies elsewhere (docs/runtime.md lists the candidates). The bound
-// stays 4e-2 until it is found.
+// Quantized weights: 2e-2. Measured 3.4e-3 to 1.5e-2 (32 steps, or up to a
+// checked near-tie) on random-weight models, whose logits are small sums
+// with heavy cancellation. runtime/cpu quantizes each activation to the
+// weight type's ggml vec_dot_type as ggml-cpu's x86 build does (ADR 0008),
+// yet one Q8_0 layer already differs by ~8e-3 at the prompt's step, so a
+// difference in how ggml multiplies quantized rows remains unexplained
+// (docs/runtime.md); the bound is the measured worst with a third to spare,
+// not a derived one.
 var parityTol = map[dtype.Type]float64{
-	dtype.F32: 2e-3, dtype.F16: 2e-3, dtype.Q8_0: 4e-2, dtype.Q4_0: 4e-2, dtype.Q4_K: 4e-2, dtype.Q6_K: 4e-2,
+	dtype.F32: 1e-3, dtype.F16: 1e-3, dtype.Q8_0: 2e-2, dtype.Q4_0: 2e-2, dtype.Q4_K: 2e-2, dtype.Q6_K: 2e-2,
 }
 
 func TestGreedyParitySynthetic(t *testing.T) {

@@ -304,6 +304,7 @@ func (m *Model) NewContext(nctx, nbatch, nthreads int) (*Context, error) {
 		p.NThreadsBatch = int32(nthreads)
 	}
 	p.NoPerf = true
+	p.FlashAttnType = FlashAttnDisabled
 	return m.NewContextWith(p)
 }
 

@@ -88,6 +88,9 @@ func (a *attention) do(w, i0, i1 int) {
 			lo, hi = max(lo, split*c), min(hi, (split+1)*c)
 		}
 		a.act.load(qf, qb, t*int(p.QStride)+h*hd, hd)
+		for i := range qf {
+			qf[i] = h2f(f2h(qf[i])) // ggml converts q to the f16 K cache's type
+		}
 		kvh := h / group
 		kbase := kvh * int(p.MaxCtx) * hd
 		vbase := kvh * int(p.MaxCtx) * hdv
@@ -102,6 +105,23 @@ func (a *attention) do(w, i0, i1 int) {
 		}
 		clear(acc)
 		var sum float32
+		if !a.parallel {
+			// ggml's path: softmax normalized first, each weight rounded
+			// to f16 (the V product's activation type), then V summed.
+			var dsum float64
+			for j := lo; j < hi; j++ {
+				pj := math.Exp(float64(scores[j] - m))
+				scores[j] = float32(pj)
+				dsum += pj
+			}
+			inv := 1 / dsum
+			for j := lo; j < hi; j++ {
+				pj := h2f(f2h(float32(float64(scores[j]) * inv)))
+				axpyF16(acc, pj, vc[vbase+j*hdv:vbase+j*hdv+hdv])
+			}
+			a.act.store(out, t*int(p.OStride)+h*hdv, acc)
+			continue
+		}
 		for j := lo; j < hi; j++ {
 			pj := float32(math.Exp(float64(scores[j] - m)))
 			sum += pj
