@@ -174,3 +174,209 @@ f32done:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// The four-row forms below compute four rows of W against one activation
+// in a pass: the activation is loaded once per block (or 16 elements) and
+// the rows' accumulators form four independent dependency chains. Each
+// row's arithmetic is the one-row form's, operation for operation, so
+// every row's result is bit-identical to it. The rows lie stride bytes
+// apart: row r at w + r·stride. The four results go to out[0..3].
+
+// X4STORE reduces Y0..Y3 (HSUM8 each) into out[0..3] at R9.
+#define X4STORE \
+	VMOVAPS Y3, Y10; \
+	VMOVAPS Y2, Y9; \
+	VMOVAPS Y1, Y8; \
+	HSUM8; \
+	MOVSS X0, (R9); \
+	VMOVAPS Y8, Y0; \
+	HSUM8; \
+	MOVSS X0, 4(R9); \
+	VMOVAPS Y9, Y0; \
+	HSUM8; \
+	MOVSS X0, 8(R9); \
+	VMOVAPS Y10, Y0; \
+	HSUM8; \
+	MOVSS X0, 12(R9); \
+	VZEROUPPER
+
+// func dotQ4_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
+//
+// Q4_0 here takes the nibbles unsigned (0..15) against the signed
+// activation and subtracts 8·Σa per lane, computed once per block for all
+// four rows: Σ(q−8)·a = Σq·a − 8·Σa, the same exact int32 lane sums as the
+// sign trick (no saturation: a pair is at most 2·15·128 < 2^15).
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R8
+	MOVQ stride+8(FP), R12
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (R8)(R12*1), R9
+	LEAQ (R9)(R12*1), R10
+	LEAQ (R10)(R12*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVL $0x0F0F0F0F, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x08080808, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+
+q4x4loop:
+	TESTQ CX, CX
+	JZ    q4x4done
+	VMOVDQU (DI), Y12
+	VPMADDUBSW Y12, Y14, Y11
+	VPMADDWD Y13, Y11, Y11
+
+#define Q4ROW(ptr, acc) \
+	VMOVDQU 2(ptr), X4; \
+	VPSRLW  $4, X4, X5; \
+	VINSERTI128 $1, X5, Y4, Y4; \
+	VPAND   Y15, Y4, Y4; \
+	VPMADDUBSW Y12, Y4, Y5; \
+	VPMADDWD Y13, Y5, Y5; \
+	VPSUBD  Y11, Y5, Y5; \
+	VCVTDQ2PS Y5, Y5; \
+	MOVWLZX (ptr), AX; \
+	VMOVD   AX, X6; \
+	VCVTPH2PS X6, X6; \
+	VMULSS  (DX), X6, X6; \
+	VBROADCASTSS X6, Y6; \
+	VMULPS  Y5, Y6, Y5; \
+	VADDPS  Y5, acc, acc
+
+	Q4ROW(R8, Y0)
+	Q4ROW(R9, Y1)
+	Q4ROW(R10, Y2)
+	Q4ROW(R11, Y3)
+	ADDQ $18, R8
+	ADDQ $18, R9
+	ADDQ $18, R10
+	ADDQ $18, R11
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JMP  q4x4loop
+
+q4x4done:
+	MOVQ out+40(FP), R9
+	X4STORE
+	RET
+
+// func dotQ8_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), R8
+	MOVQ stride+8(FP), R12
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LEAQ (R8)(R12*1), R9
+	LEAQ (R9)(R12*1), R10
+	LEAQ (R10)(R12*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVL $0x00010001, AX
+	VMOVD AX, X13
+	VPBROADCASTD X13, Y13
+
+q8x4loop:
+	TESTQ CX, CX
+	JZ    q8x4done
+	VMOVDQU (DI), Y12
+
+#define Q8ROW(ptr, acc) \
+	VMOVDQU 2(ptr), Y4; \
+	VPSIGNB Y4, Y4, Y5; \
+	VPSIGNB Y4, Y12, Y7; \
+	VPMADDUBSW Y7, Y5, Y5; \
+	VPMADDWD Y13, Y5, Y5; \
+	VCVTDQ2PS Y5, Y5; \
+	MOVWLZX (ptr), AX; \
+	VMOVD   AX, X6; \
+	VCVTPH2PS X6, X6; \
+	VMULSS  (DX), X6, X6; \
+	VBROADCASTSS X6, Y6; \
+	VMULPS  Y5, Y6, Y5; \
+	VADDPS  Y5, acc, acc
+
+	Q8ROW(R8, Y0)
+	Q8ROW(R9, Y1)
+	Q8ROW(R10, Y2)
+	Q8ROW(R11, Y3)
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JMP  q8x4loop
+
+q8x4done:
+	MOVQ out+40(FP), R9
+
+	X4STORE
+	RET
+
+// func dotF32x4AVX2(w unsafe.Pointer, stride int, x unsafe.Pointer, n int, out *[4]float32)
+// n is a multiple of 16. Row r keeps the one-row form's two accumulators
+// (elements i mod 16 < 8 and ≥ 8), folded and reduced the same way.
+TEXT ·dotF32x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), R8
+	MOVQ stride+8(FP), R12
+	MOVQ x+16(FP), DI
+	MOVQ n+24(FP), CX
+	LEAQ (R8)(R12*1), R9
+	LEAQ (R9)(R12*1), R10
+	LEAQ (R10)(R12*1), R11
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+f32x4loop:
+	TESTQ CX, CX
+	JZ    f32x4done
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+
+#define F32ROW(ptr, a0, a1) \
+	VMULPS  (ptr), Y8, Y10; \
+	VMULPS  32(ptr), Y9, Y11; \
+	VADDPS  Y10, a0, a0; \
+	VADDPS  Y11, a1, a1
+
+	F32ROW(R8, Y0, Y1)
+	F32ROW(R9, Y2, Y3)
+	F32ROW(R10, Y4, Y5)
+	F32ROW(R11, Y6, Y7)
+	ADDQ $64, R8
+	ADDQ $64, R9
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  f32x4loop
+
+f32x4done:
+	MOVQ out+32(FP), R9
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y1
+	VADDPS Y5, Y4, Y2
+	VADDPS Y7, Y6, Y3
+	X4STORE
+	RET

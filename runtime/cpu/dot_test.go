@@ -47,3 +47,44 @@ func TestDotTwinsMatchPortable(t *testing.T) {
 		}
 	}
 }
+
+// The four-row twins against the portable one-row dots, row by row, with
+// rows apart by more than their length (a weight matrix's stride).
+func TestDotX4TwinsMatchPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, k := range []int{32, 64, 96, 172, 1024, 4096 + 64} {
+		x := randFloats(r, k, 1)
+		q := &q8act{}
+		q.need(k)
+		for _, c := range []struct {
+			dt  dtype.Type
+			ref qdot
+		}{{dtype.Q4_0, dotQ4_0Go}, {dtype.Q8_0, dotQ8_0Go}} {
+			wt := weightTypeOf(c.dt)
+			if wt.q4 == nil || k%c.dt.BlockSize() != 0 {
+				continue
+			}
+			rb := wt.rowBytes(k)
+			w, _ := weights(t, r, c.dt, 5, k)
+			q.quantize(wt.aq, x, 1, k)
+			qs, d, s := q.row(wt.aq, 0, k)
+			var got [4]float32
+			wt.q4(w, rb, qs, d, s, &got)
+			for j := range got {
+				if want := c.ref(w[j*rb:j*rb+rb], qs, d, s); got[j] != want {
+					t.Errorf("%v k=%d row %d: %g, portable %g", c.dt, k, j, got[j], want)
+				}
+			}
+		}
+		if f4 := weightTypeOf(dtype.F32).f4; f4 != nil {
+			wf := randFloats(r, 5*k, 1)
+			var got [4]float32
+			f4(f32bytes(wf), 4*k, x, &got)
+			for j := range got {
+				if want := dotF32Go(wf[j*k:j*k+k], x); got[j] != want {
+					t.Errorf("f32 k=%d row %d: %g, portable %g", k, j, got[j], want)
+				}
+			}
+		}
+	}
+}

@@ -87,12 +87,35 @@ func (g *gemv) run(e *Exec) {
 	} else {
 		g.wt.roundAct(x)
 	}
-	e.b.pool.run(g, n, e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))), g.rb)
+	// Chunks of whole quads of rows, so that only the last has a
+	// one-row remainder.
+	grain := (e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))) + 3) &^ 3
+	e.b.pool.run(g, n, grain, g.rb)
 }
 
-func (g *gemv) do(_, i0, i1 int) {
+func (g *gemv) do(wk, i0, i1 int) {
 	k, rb := int(g.p.K), g.rb
-	for r := i0; r < i1; r++ {
+	r := i0
+	if q4, f4 := g.wt.q4, g.wt.f4; q4 != nil && g.q != nil || f4 != nil {
+		var qs []int8
+		var d, s []float32
+		if q4 != nil {
+			qs, d, s = g.q.row(g.wt.aq, 0, k)
+		}
+		v := &g.e.b.scratch.workers[wk].v4 // a local would escape through q4
+		for ; r+4 <= i1; r += 4 {
+			w := g.w[r*rb : r*rb+4*rb]
+			if q4 != nil {
+				q4(w, rb, qs, d, s, v)
+			} else {
+				f4(w, rb, g.x, v)
+			}
+			for j := range v {
+				g.set(r+j, v[j])
+			}
+		}
+	}
+	for ; r < i1; r++ {
 		row := g.w[r*rb : r*rb+rb]
 		var v float32
 		if g.q != nil && g.wt.q != nil {
@@ -101,11 +124,16 @@ func (g *gemv) do(_, i0, i1 int) {
 		} else {
 			v = g.wt.f(row, g.x)
 		}
-		if g.bias {
-			v += g.bb[r]
-		}
-		g.act.set(g.yb, r, v)
+		g.set(r, v)
 	}
+}
+
+// set stores row r's dot product v (plus its bias) into y.
+func (g *gemv) set(r int, v float32) {
+	if g.bias {
+		v += g.bb[r]
+	}
+	g.act.set(g.yb, r, v)
 }
 
 // gemm is simd_gemm[_small]_*: Y[M×N] = X[M×K]·Wᵀ (+ bias), the prefill

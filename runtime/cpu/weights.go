@@ -15,6 +15,12 @@ type weightType struct {
 	aq     actQuant // the activation's form: ggml's vec_dot_type
 	q      qdot
 	f      func(w []byte, x []float32) float32
+
+	// q4 and f4, where an assembly twin exists (dot_amd64.go), are q and
+	// f for four rows rb bytes apart in one pass, each row's result
+	// bit-identical to q's or f's; nil elsewhere.
+	q4 func(w []byte, rb int, qs []int8, d, s []float32, out *[4]float32)
+	f4 func(w []byte, rb int, x []float32, out *[4]float32)
 }
 
 func (t *weightType) rowBytes(k int) int { return k / t.bs * t.bb }
