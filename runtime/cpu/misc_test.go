@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 
@@ -296,5 +297,29 @@ func TestPatchesWriteWhatPlansSay(t *testing.T) {
 	}
 	if got, want := e.slots[1].off, cmd.Patches[1].Values(s)[0]; got != want {
 		t.Fatalf("binding patch set offset %d, want %d", got, want)
+	}
+}
+
+// f2h against dtype's reference on a lattice of float32 bit patterns (every
+// one with F2H_EXHAUSTIVE=1) and the boundaries of its fast ranges.
+func TestF2HMatchesDtype(t *testing.T) {
+	step := uint64(97)
+	if os.Getenv("F2H_EXHAUSTIVE") != "" {
+		step = 1
+	}
+	check := func(u uint32) {
+		f := math.Float32frombits(u)
+		if got, want := f2h(f), dtype.Float16bits(f); got != want {
+			t.Fatalf("f2h(%#08x = %g) = %#04x, dtype %#04x", u, f, got, want)
+		}
+	}
+	for u := uint64(0); u < 1<<32; u += step {
+		check(uint32(u))
+	}
+	for _, b := range []uint32{0x387fffff, 0x38800000, 0x33000000, 0x33000001, 0x32ffffff, 0x477fefff, 0x477ff000, 0x477fe000, 0x7f800000, 0x7fc00000} {
+		for d := uint32(0); d < 4; d++ {
+			check(b - 2 + d)
+			check(b - 2 + d | 1<<31)
+		}
 	}
 }
