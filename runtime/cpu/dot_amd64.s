@@ -200,6 +200,12 @@ f32done:
 	MOVSS X0, 12(R9); \
 	VZEROUPPER
 
+// PFD is how far ahead of each row the quantized four-row dots prefetch:
+// decode streams weights from DRAM (a mapped file, 4 KiB pages), and the
+// hardware prefetchers alone kept one core at a third of llama.cpp's
+// bandwidth. 2048 and 4096 measured alike, 512 gave little.
+#define PFD 2048
+
 // func dotQ4_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
 //
 // Q4_0 here takes the nibbles unsigned (0..15) against the signed
@@ -237,6 +243,7 @@ q4x4loop:
 	VPMADDWD Y13, Y11, Y11
 
 #define Q4ROW(ptr, acc) \
+	PREFETCHT0 PFD(ptr); \
 	VMOVDQU 2(ptr), X4; \
 	VPSRLW  $4, X4, X5; \
 	VINSERTI128 $1, X5, Y4, Y4; \
@@ -295,6 +302,7 @@ q8x4loop:
 	VMOVDQU (DI), Y12
 
 #define Q8ROW(ptr, acc) \
+	PREFETCHT0 PFD(ptr); \
 	VMOVDQU 2(ptr), Y4; \
 	VPSIGNB Y4, Y4, Y5; \
 	VPSIGNB Y4, Y12, Y7; \
