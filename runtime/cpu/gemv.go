@@ -208,7 +208,7 @@ func (g *gemm) run(e *Exec) {
 	} else {
 		g.wt.roundAct(x)
 	}
-	e.b.pool.run(g, n, e.b.pool.split(n, 1), g.rb*max(m, 1))
+	e.b.pool.run(g, n, (e.b.pool.split(n, 1)+3)&^3, g.rb*max(m, 1))
 }
 
 func (g *gemm) do(w, i0, i1 int) {
@@ -217,7 +217,26 @@ func (g *gemm) do(w, i0, i1 int) {
 	if g.q == nil {
 		wf = g.e.b.scratch.workers[w].f[:k]
 	}
-	for r := i0; r < i1; r++ {
+	r := i0
+	if q4 := g.wt.q4; q4 != nil && g.q != nil {
+		// Four weight rows per pass against each row of X, as the GEMV.
+		v := &g.e.b.scratch.workers[w].v4
+		for ; r+4 <= i1; r += 4 {
+			wq := g.w[r*rb : r*rb+4*rb]
+			for i := range m {
+				qs, d, s := g.q.row(g.wt.aq, i, k)
+				q4(wq, rb, qs, d, s, v)
+				for j := range v {
+					var b float32
+					if g.bias {
+						b = g.bb[r+j]
+					}
+					g.act.set(g.yb, i*ldc+r+j, v[j]+b)
+				}
+			}
+		}
+	}
+	for ; r < i1; r++ {
 		row := g.w[r*rb : r*rb+rb]
 		if wf != nil {
 			g.wt.dequant(row, wf)
