@@ -234,6 +234,15 @@ TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-48
 	MOVL $0x00010001, AX
 	VMOVD AX, X13
 	VPBROADCASTD X13, Y13
+	MOVL $1, AX
+	VMOVD AX, X7
+	VPBROADCASTD X7, Y7
+	MOVL $2, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	MOVL $3, AX
+	VMOVD AX, X9
+	VPBROADCASTD X9, Y9
 
 q4x4loop:
 	TESTQ CX, CX
@@ -241,8 +250,20 @@ q4x4loop:
 	VMOVDQU (DI), Y12
 	VPMADDUBSW Y12, Y14, Y11
 	VPMADDWD Y13, Y11, Y11
+	// The four rows' f16(d_w)·d_a at once, lane r for row r (each the
+	// one-row form's VMULSS, lane by lane).
+	MOVWLZX (R8), AX
+	VMOVD   AX, X6
+	VPINSRW $1, (R9), X6, X6
+	VPINSRW $2, (R10), X6, X6
+	VPINSRW $3, (R11), X6, X6
+	VCVTPH2PS X6, X6
+	VBROADCASTSS (DX), X10
+	VMULPS  X10, X6, X6
 
-#define Q4ROW(ptr, acc) \
+// Q4SUM leaves row ptr's block in Y5 as float32 lane sums; Q4ACC scales
+// them by Y10 (the row's broadcast scale) into acc.
+#define Q4SUM(ptr) \
 	PREFETCHT0 PFD(ptr); \
 	VMOVDQU 2(ptr), X4; \
 	VPSRLW  $4, X4, X5; \
@@ -251,19 +272,24 @@ q4x4loop:
 	VPMADDUBSW Y12, Y4, Y5; \
 	VPMADDWD Y13, Y5, Y5; \
 	VPSUBD  Y11, Y5, Y5; \
-	VCVTDQ2PS Y5, Y5; \
-	MOVWLZX (ptr), AX; \
-	VMOVD   AX, X6; \
-	VCVTPH2PS X6, X6; \
-	VMULSS  (DX), X6, X6; \
-	VBROADCASTSS X6, Y6; \
-	VMULPS  Y5, Y6, Y5; \
+	VCVTDQ2PS Y5, Y5
+
+#define Q4ACC(acc) \
+	VMULPS  Y5, Y10, Y5; \
 	VADDPS  Y5, acc, acc
 
-	Q4ROW(R8, Y0)
-	Q4ROW(R9, Y1)
-	Q4ROW(R10, Y2)
-	Q4ROW(R11, Y3)
+	Q4SUM(R8)
+	VBROADCASTSS X6, Y10
+	Q4ACC(Y0)
+	Q4SUM(R9)
+	VPERMPS Y6, Y7, Y10
+	Q4ACC(Y1)
+	Q4SUM(R10)
+	VPERMPS Y6, Y8, Y10
+	Q4ACC(Y2)
+	Q4SUM(R11)
+	VPERMPS Y6, Y9, Y10
+	Q4ACC(Y3)
 	ADDQ $18, R8
 	ADDQ $18, R9
 	ADDQ $18, R10
