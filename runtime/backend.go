@@ -35,9 +35,20 @@ type Backend interface {
 	// Encode records cmds once per step, in order, each step's patches
 	// written before its commands. It must not allocate.
 	Encode(cmds []Command, steps []plans.Step)
-	// Commit submits what was encoded; Wait blocks until it has run.
+	// EncodeCopy records a device-side copy of n bytes from src[srcOff:]
+	// to dst[dstOff:] (both from Alloc), ordered after what was encoded
+	// before it and before what is encoded after it: the chain hand-off
+	// (readback of a chain's tokens, its last token into slot 0) without
+	// the host. n and the offsets are multiples of 4; ranges of one buffer
+	// must not overlap. It must not allocate.
+	EncodeCopy(dst []byte, dstOff int, src []byte, srcOff int, n int)
+	// Commit submits what was encoded. Wait blocks until every submission
+	// has run; WaitOldest until the oldest one not yet waited for has,
+	// while the newer keep running (one chain in flight while the host
+	// reads the last). Both return the first failure.
 	Commit()
 	Wait() error
+	WaitOldest() error
 	Close()
 }
 
@@ -82,6 +93,12 @@ func (c *cpuBackend) Encode(cmds []Command, steps []plans.Step) {
 	}
 }
 
-func (c *cpuBackend) Commit()     {}
-func (c *cpuBackend) Wait() error { return nil }
-func (c *cpuBackend) Close()      { c.b.Close() }
+// EncodeCopy copies now: every command encoded before it has already run.
+func (c *cpuBackend) EncodeCopy(dst []byte, dstOff int, src []byte, srcOff int, n int) {
+	copy(dst[dstOff:dstOff+n], src[srcOff:srcOff+n])
+}
+
+func (c *cpuBackend) Commit()           {}
+func (c *cpuBackend) Wait() error       { return nil }
+func (c *cpuBackend) WaitOldest() error { return nil }
+func (c *cpuBackend) Close()            { c.b.Close() }

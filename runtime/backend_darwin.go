@@ -29,10 +29,11 @@ func DefaultBackend(threads int) (Backend, string) {
 	return b, "metal (" + b.(*metalBackend).b.Device().Name + ")"
 }
 
-// metalBackend adapts runtime/metal. Encode records into one command
-// buffer; Commit submits it, Wait waits for every submitted one, so a
-// caller that encodes the next chain before waiting overlaps encoding with
-// the GPU's work (double buffering).
+// metalBackend adapts runtime/metal. Encode and EncodeCopy record into
+// one command buffer (compute encoders, then a blit encoder per copy);
+// Commit submits it; WaitOldest waits for the oldest submitted one, so a
+// caller that commits chain k+1 before waiting for chain k keeps the GPU
+// busy while it reads chain k (double buffering); Wait waits for all.
 type metalBackend struct{ b *metal.Backend }
 
 func (m *metalBackend) Name() string                     { return "metal" }
@@ -74,6 +75,11 @@ func (m *metalBackend) Encode(cmds []Command, steps []plans.Step) {
 	m.b.End()
 }
 
-func (m *metalBackend) Commit()     { m.b.Commit() }
-func (m *metalBackend) Wait() error { return m.b.Wait() }
-func (m *metalBackend) Close()      { m.b.Close() }
+func (m *metalBackend) EncodeCopy(dst []byte, dstOff int, src []byte, srcOff int, n int) {
+	m.b.Copy(dst, dstOff, src, srcOff, n)
+}
+
+func (m *metalBackend) Commit()           { m.b.Commit() }
+func (m *metalBackend) Wait() error       { return m.b.Wait() }
+func (m *metalBackend) WaitOldest() error { return m.b.WaitOldest() }
+func (m *metalBackend) Close()            { m.b.Close() }

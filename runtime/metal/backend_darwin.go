@@ -430,6 +430,33 @@ func (b *Backend) fail(err error) {
 	}
 }
 
+// Copy records a copy of n bytes from src[srcOff:] to dst[dstOff:] (both
+// from Alloc) into the pending command buffer, in a blit encoder of its
+// own after the compute encoders encoded so far: hazard tracking orders it
+// after their writes and before the next encoder's reads, in this buffer
+// and in the next ones of the queue. A copy that cannot be made fails the
+// next Wait. It allocates nothing (the registry lookup is a scan).
+func (b *Backend) Copy(dst []byte, dstOff int, src []byte, srcOff int, n int) {
+	op, err := resolveCopy(dst, dstOff, src, srcOff, n, b.reg.lookup)
+	if err != nil {
+		b.fail(err)
+		return
+	}
+	b.Begin()
+	if b.pending != 0 {
+		b.endEncoder()
+		blit := b.enc.call0(b.pending, sels.blitCommandEncoder)
+		if blit == 0 {
+			b.fail(errors.New("metal: the command buffer gave no blit encoder"))
+		} else {
+			b.enc.id = blit
+			b.enc.copyBuffer(&op)
+			b.endEncoder()
+		}
+	}
+	b.End()
+}
+
 // Commit submits the pending command buffer; it runs while the caller
 // encodes the next one (Encode again before Wait: double buffering).
 func (b *Backend) Commit() {
@@ -444,14 +471,28 @@ func (b *Backend) Commit() {
 // Wait blocks until every committed buffer has run, and returns the first
 // failure: an encoding error, or a CommandError naming the command.
 func (b *Backend) Wait() error {
-	if len(b.inflight) == 0 && b.err == nil {
+	return b.wait(len(b.inflight))
+}
+
+// WaitOldest blocks until the oldest committed buffer not yet waited for
+// has run, and returns its failure (or an encoding error); the newer ones
+// keep running. The queue runs buffers in commit order, so the oldest is
+// also the first to finish.
+func (b *Backend) WaitOldest() error {
+	return b.wait(min(1, len(b.inflight)))
+}
+
+// wait waits for the n oldest committed buffers and drops them from
+// inflight (shifted in place: no allocation).
+func (b *Backend) wait(n int) error {
+	if n == 0 && b.err == nil {
 		return nil
 	}
 	goruntime.LockOSThread()
 	pool := b.enc.pool(0)
 	err := b.err
 	b.err = nil
-	for _, f := range b.inflight {
+	for _, f := range b.inflight[:n] {
 		b.enc.call0(f.cb, sels.waitUntilCompleted)
 		if b.enc.call0(f.cb, sels.status) == statusError && err == nil {
 			err = b.commandError(f)
@@ -460,7 +501,7 @@ func (b *Backend) Wait() error {
 	}
 	b.enc.pool(pool)
 	goruntime.UnlockOSThread()
-	b.inflight = b.inflight[:0]
+	b.inflight = b.inflight[:copy(b.inflight, b.inflight[n:])]
 	return err
 }
 
@@ -528,7 +569,7 @@ func (b *Backend) Close() {
 // its MTLSizes), and Go's collector does not move heap objects.
 type encoder struct {
 	id   uintptr
-	args [5]uintptr
+	args [7]uintptr
 }
 
 func (e *encoder) send(sel uintptr, n int) {
@@ -586,6 +627,13 @@ func (e *encoder) setBytes(p unsafe.Pointer, n int, index uint32) {
 func (e *encoder) setThreadgroupMemory(n uint64, index uint32) {
 	e.args[2], e.args[3] = uintptr(n), uintptr(index)
 	e.send(sels.setThreadgroupMemoryLength, 2)
+}
+
+// copyBuffer is the blit encoder's
+// copyFromBuffer:sourceOffset:toBuffer:destinationOffset:size:.
+func (e *encoder) copyBuffer(op *copyOp) {
+	e.args[2], e.args[3], e.args[4], e.args[5], e.args[6] = op.src, uintptr(op.srcOff), op.dst, uintptr(op.dstOff), uintptr(op.size)
+	e.send(sels.copyFromBuffer, 5)
 }
 
 // dispatch passes the MTLSizes by reference: arm64 passes a 24-byte

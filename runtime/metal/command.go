@@ -208,3 +208,43 @@ func (c *Command) encode(e calls, s plans.Step) {
 		e.popDebugGroup()
 	}
 }
+
+// copyOp is one buffer-to-buffer copy as
+// copyFromBuffer:sourceOffset:toBuffer:destinationOffset:size: takes it.
+type copyOp struct {
+	src, dst       uintptr
+	srcOff, dstOff uint64
+	size           uint64
+}
+
+// blitCalls are the blit-encoder messages a copy sends; the darwin
+// encoder sends them through objc_msgSend, tests record them.
+type blitCalls interface {
+	copyBuffer(op *copyOp)
+}
+
+// resolveCopy turns a copy between two slices this backend made into the
+// MTLBuffers and offsets of the blit. Offsets and size must be multiples
+// of 4 (Metal's rule for buffer copies on macOS), and two ranges of one
+// buffer must not overlap (copyFromBuffer's rule). Only the error path
+// allocates.
+func resolveCopy(dst []byte, dstOff int, src []byte, srcOff int, n int, lookup func([]byte) (bufRef, bool)) (copyOp, error) {
+	switch {
+	case n <= 0 || dstOff < 0 || srcOff < 0 || dstOff > len(dst)-n || srcOff > len(src)-n:
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from [%d:] of %d to [%d:] of %d: out of range", n, srcOff, len(src), dstOff, len(dst))
+	case n%4 != 0 || dstOff%4 != 0 || srcOff%4 != 0:
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d: not multiples of 4: %w", n, srcOff, dstOff, ErrUnsupported)
+	}
+	s, ok := lookup(src[srcOff : srcOff+n])
+	if !ok {
+		return copyOp{}, fmt.Errorf("metal: copy source was not allocated by this backend: %w", ErrUnsupported)
+	}
+	d, ok := lookup(dst[dstOff : dstOff+n])
+	if !ok {
+		return copyOp{}, fmt.Errorf("metal: copy destination was not allocated by this backend: %w", ErrUnsupported)
+	}
+	if s.id == d.id && s.base < d.base+uint64(n) && d.base < s.base+uint64(n) {
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d of one buffer: the ranges overlap", n, s.base, d.base)
+	}
+	return copyOp{src: s.id, dst: d.id, srcOff: s.base, dstOff: d.base, size: uint64(n)}, nil
+}

@@ -175,6 +175,10 @@ func (r *recorder) dispatch(g, tg *[3]uint64, threads bool) {
 	r.log = append(r.log, fmt.Sprintf("dispatch %v %v threads=%v", *g, *tg, threads))
 }
 
+func (r *recorder) copyBuffer(op *copyOp) {
+	r.log = append(r.log, fmt.Sprintf("copy %d+%d to %d+%d size %d", op.src, op.srcOff, op.dst, op.dstOff, op.size))
+}
+
 // counter counts messages without allocating (for AllocsPerRun).
 type counter struct{ n int }
 
@@ -323,6 +327,68 @@ func TestRegistry(t *testing.T) {
 	t.Run("an empty slice at a buffer's start is found", func(t *testing.T) {
 		if ref, ok := r.lookup(big[:0]); !ok || ref.id != 1 {
 			t.Fatal("not found")
+		}
+	})
+}
+
+func TestCopy(t *testing.T) {
+	var reg registry
+	tokens, readback, wrapped := make([]byte, 256), make([]byte, 64), make([]byte, 64)
+	reg.add(tokens, bufRef{id: 100})
+	reg.add(readback, bufRef{id: 200})
+	reg.add(wrapped, bufRef{id: 300, base: 4096})
+	for _, tc := range []struct {
+		name      string
+		dst       []byte
+		dstOff    int
+		src       []byte
+		srcOff, n int
+		want      string
+	}{
+		{"a chain's tokens go to the readback buffer", readback, 0, tokens, 4, 64, "copy 100+4 to 200+0 size 64"},
+		{"the last token goes to slot 0 of the same buffer", tokens, 0, tokens, 64, 4, "copy 100+64 to 100+0 size 4"},
+		{"a sub-slice copies from its offset inside the buffer", readback, 8, tokens[16:], 4, 8, "copy 100+20 to 200+8 size 8"},
+		{"a wrap's page offset is added", readback, 0, wrapped, 8, 4, "copy 300+4104 to 200+0 size 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			op, err := resolveCopy(tc.dst, tc.dstOff, tc.src, tc.srcOff, tc.n, reg.lookup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r recorder
+			r.copyBuffer(&op)
+			if got := strings.Join(r.log, "\n"); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		dst    []byte
+		dstOff int
+		src    []byte
+		srcOff int
+		n      int
+		match  string
+	}{
+		{"a range past the source", readback, 0, tokens, 250, 8, "out of range"},
+		{"a range past the destination", readback, 60, tokens, 0, 8, "out of range"},
+		{"an empty copy", readback, 0, tokens, 0, 0, "out of range"},
+		{"a size not a multiple of 4", readback, 0, tokens, 0, 6, "multiples of 4"},
+		{"an offset not a multiple of 4", readback, 2, tokens, 0, 4, "multiples of 4"},
+		{"a buffer this backend did not make", make([]byte, 8), 0, tokens, 0, 4, "not allocated"},
+		{"overlapping ranges of one buffer", tokens, 0, tokens, 4, 8, "overlap"},
+	} {
+		t.Run(tc.name+" is refused", func(t *testing.T) {
+			_, err := resolveCopy(tc.dst, tc.dstOff, tc.src, tc.srcOff, tc.n, reg.lookup)
+			if err == nil || !strings.Contains(err.Error(), tc.match) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.match)
+			}
+		})
+	}
+	t.Run("resolving a copy allocates nothing", func(t *testing.T) {
+		if a := testing.AllocsPerRun(1000, func() { resolveCopy(readback, 0, tokens, 4, 64, reg.lookup) }); a != 0 {
+			t.Fatalf("%v allocations per copy", a)
 		}
 	})
 }

@@ -128,6 +128,7 @@ var sels struct {
 	dispatchThreadgroups, dispatchThreads                                     uintptr
 	localizedDescription, code, userInfo, objectForKey, count, objectAtIndex  uintptr
 	label, debugSignposts, errorState                                         uintptr
+	blitCommandEncoder, copyFromBuffer                                        uintptr
 }
 
 func registerSels() {
@@ -166,6 +167,8 @@ func registerSels() {
 		{&s.localizedDescription, "localizedDescription"}, {&s.code, "code"}, {&s.userInfo, "userInfo"},
 		{&s.objectForKey, "objectForKey:"}, {&s.count, "count"}, {&s.objectAtIndex, "objectAtIndex:"},
 		{&s.label, "label"}, {&s.debugSignposts, "debugSignposts"}, {&s.errorState, "errorState"},
+		{&s.blitCommandEncoder, "blitCommandEncoder"},
+		{&s.copyFromBuffer, "copyFromBuffer:sourceOffset:toBuffer:destinationOffset:size:"},
 	} {
 		*e.p = sel(e.name)
 	}

@@ -19,10 +19,12 @@ func (*Backend) Pipeline(plans.Pipeline) (*Pipeline, error) { return nil, ErrUna
 func (*Backend) Bind(*Pipeline, *plans.Command, [][]byte) (*Command, error) {
 	return nil, ErrUnavailable
 }
-func (*Backend) Begin()                        {}
-func (*Backend) Step(int)                      {}
-func (*Backend) Dispatch(*Command, plans.Step) {}
-func (*Backend) End()                          {}
-func (*Backend) Commit()                       {}
-func (*Backend) Wait() error                   { return ErrUnavailable }
-func (*Backend) Close()                        {}
+func (*Backend) Begin()                             {}
+func (*Backend) Step(int)                           {}
+func (*Backend) Dispatch(*Command, plans.Step)      {}
+func (*Backend) End()                               {}
+func (*Backend) Copy([]byte, int, []byte, int, int) {}
+func (*Backend) Commit()                            {}
+func (*Backend) Wait() error                        { return ErrUnavailable }
+func (*Backend) WaitOldest() error                  { return ErrUnavailable }
+func (*Backend) Close()                             {}
