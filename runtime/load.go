@@ -55,8 +55,14 @@ type Model struct {
 	mapping *gguf.Mapping
 	bufs    [][]byte
 
-	tokens []uint32  // io "tokens"
-	logits []float32 // io "logits"
+	tokens     []uint32  // io "tokens"
+	tokenBytes []byte    // the same buffer, as the backend's copies take it
+	logits     []float32 // io "logits"
+	// readback are two device buffers of ChainChunk token ids: chain k's
+	// tokens are copied on the device into readback[k%2], where the host
+	// reads them while chain k+1 runs (Session.decodeOverlapped).
+	readback      [2][]uint32
+	readbackBytes [2][]byte
 
 	decode  *bound
 	sampled *bound
@@ -235,7 +241,8 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 		if b.Kind == plans.BufIO {
 			switch b.Role {
 			case "tokens":
-				m.tokens = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(m.bufs[i]))), len(m.bufs[i])/4)
+				m.tokenBytes = m.bufs[i]
+				m.tokens = u32s(m.bufs[i])
 			case "logits":
 				if b.DType != "" && b.DType != "f32" {
 					return fmt.Errorf("runtime: buffer %q: logits of dtype %s: %w", b.Name, b.DType, ErrUnsupportedPlan)
@@ -254,7 +261,20 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 		return fmt.Errorf("runtime: the plan has no io \"logits\" buffer of %d values: %w", p.Model.HParams.Vocab, ErrUnsupportedPlan)
 	}
 	m.logits = m.logits[:p.Model.HParams.Vocab]
+	for i := range m.readback {
+		b, err := m.be.Alloc(4 * m.chainChunk())
+		if err != nil {
+			return fmt.Errorf("runtime: the chain readback buffer: %w", err)
+		}
+		m.readbackBytes[i], m.readback[i] = b, u32s(b)
+	}
 	return nil
+}
+
+// u32s views device bytes as uint32s (Alloc's memory is 64-byte aligned
+// on the CPU, page-aligned on Metal).
+func u32s(b []byte) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
 }
 
 // bindAll creates every pipeline and binds every command of every program.

@@ -204,6 +204,9 @@ func TestDecodeStepDoesNotAllocate(t *testing.T) {
 	if a := testing.AllocsPerRun(20, func() { s.chain(m.sampled, n) }); a != 0 {
 		t.Fatalf("a chain of %d sampled steps allocates %v times", n, a)
 	}
+	if a := testing.AllocsPerRun(20, func() { s.launch(m.decode, s.pos, n, 1); m.be.WaitOldest() }); a != 0 {
+		t.Fatalf("an overlapped chain of %d decode steps and its hand-off allocate %v times", n, a)
+	}
 }
 
 func TestModelMismatchIsRefused(t *testing.T) {

@@ -74,6 +74,10 @@ type Session struct {
 	// sampling is the sampled program's knobs as last written.
 	sampling kernels.SamplingParams
 	params   []byte
+	// serial makes chain decode wait for each chain before encoding the
+	// next (decodeSerial): the reference the tests hold the overlapped
+	// loop to.
+	serial bool
 }
 
 // NewSession starts an empty conversation (the KV cache is reused as it
@@ -151,6 +155,9 @@ func (s *Session) Generate(input []int32, o GenerateOptions) (*Result, error) {
 	if !smp.Greedy() || smp.penalized() {
 		first = s.hostSample(sp, smp, uint32(s.pos-1))
 	}
+	if o.MaxTokens > 0 { // no growth, hence no allocation, per token
+		res.Tokens = make([]int32, 0, min(o.MaxTokens, m.Ctx()-s.pos+1))
+	}
 	res.PromptTime = time.Since(t0)
 	t1 := time.Now()
 	defer func() { res.DecodeTime = time.Since(t1) }()
@@ -170,36 +177,142 @@ func (s *Session) Generate(input []int32, o GenerateOptions) (*Result, error) {
 		res.Stop = stop
 		return res, nil
 	}
+	if s.pos >= m.Ctx() {
+		res.Stop = StopContext
+		return res, nil
+	}
+	var err error
+	switch {
+	case perStep:
+		res.Stop, err = s.decodeSerial(prog, res, o, func() int32 {
+			see()
+			if smp.penalized() {
+				return s.hostSample(sp, smp, uint32(s.pos))
+			}
+			return int32(m.tokens[1])
+		})
+	case s.serial:
+		res.Stop, err = s.decodeSerial(prog, res, o, nil)
+	default:
+		res.Stop, err = s.decodeOverlapped(prog, res, o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// chainLen is the length of the next chain at position at, with issued
+// tokens generated or in flight: ChainChunk, cut to the context and to
+// MaxTokens, so that no chain, in flight or not, computes a position past
+// the context or a token past the limit. 0: none is needed.
+func (s *Session) chainLen(at, issued int, o GenerateOptions) int {
+	n := min(len(s.steps), s.m.Ctx()-at)
+	if o.MaxTokens > 0 {
+		n = min(n, o.MaxTokens-issued)
+	}
+	return max(n, 0)
+}
+
+// decodeSerial runs one chain per submission and waits for it before the
+// next: the host writes slot 0 and reads slots 1..n. With step set (the
+// per-step paths: TopLogits, Logits, repetition penalty), chains are one
+// token long and step returns the token of each, having seen its logits.
+// Session.serial forces it for chains too, as the reference the
+// overlapped loop is tested against.
+func (s *Session) decodeSerial(prog *bound, res *Result, o GenerateOptions, step func() int32) (Stop, error) {
+	m := s.m
 	for {
-		left := m.Ctx() - s.pos
-		if left <= 0 {
-			res.Stop = StopContext
-			return res, nil
+		n := s.chainLen(s.pos, len(res.Tokens), o)
+		if step != nil {
+			n = min(n, 1)
 		}
-		n := min(len(s.steps), left)
-		if o.MaxTokens > 0 {
-			n = min(n, o.MaxTokens-len(res.Tokens))
-		}
-		if perStep {
-			n = 1
+		if n == 0 { // unreachable: accept stops at the limit and the context first
+			return StopContext, nil
 		}
 		m.tokens[0] = uint32(s.hist[s.pos])
-		s.chain(prog, n)
+		if err := s.chain(prog, n); err != nil {
+			return "", err
+		}
 		for i := 1; i <= n; i++ {
 			tok := int32(m.tokens[i])
-			if perStep {
-				see()
-				if smp.penalized() {
-					tok = s.hostSample(sp, smp, uint32(s.pos))
-				}
+			if step != nil {
+				tok = step()
 			}
 			s.pos++ // the token of slot i-1 is now in the cache
 			if stop, done := s.accept(tok, res, o); done {
-				res.Stop = stop
-				return res, nil
+				return stop, nil
 			}
 		}
 	}
+}
+
+// decodeOverlapped keeps one chain in flight while the host reads the
+// last: chain k+1 is encoded and committed before the host waits for
+// chain k. That needs the hand-off on the device: each chain ends with two
+// copies, its tokens (slots 1..n) into readback[k%2] and its last token
+// (slot n) into slot 0, where chain k+1 reads it. The host reads chain k
+// from readback[k%2] while chain k+1 writes the other one, and encodes
+// chain k+2 (into readback[k%2] again) only after that.
+//
+// Positions and tokens are planned ahead (at, issued) but committed to
+// the session only as the host accepts them: a stop inside chain k (EOS,
+// OnToken) waits for chain k+1 and drops it and the rest of chain k. Their
+// KV entries lie at positions ≥ pos, which every later step writes before
+// it reads them (a step at position p writes p, then attends to ≤ p), so
+// the cache still holds exactly hist[:pos]. Slot 0 then holds a dropped
+// token; the next turn's prefill overwrites it.
+func (s *Session) decodeOverlapped(prog *bound, res *Result, o GenerateOptions) (Stop, error) {
+	m := s.m
+	m.tokens[0] = uint32(s.hist[s.pos]) // nothing is in flight: the host may write it
+	var sizes [2]int                    // chain c's length, at c%2
+	at, issued := s.pos, len(res.Tokens)
+	committed, read := 0, 0 // chains committed, and read back
+	for {
+		for committed-read < 2 {
+			n := s.chainLen(at, issued, o)
+			if n == 0 {
+				break
+			}
+			s.launch(prog, at, n, committed%2)
+			sizes[committed%2] = n
+			committed++
+			at, issued = at+n, issued+n
+		}
+		if committed == read { // unreachable: accept stops at the limit and the context first
+			return StopContext, nil
+		}
+		if err := m.be.WaitOldest(); err != nil {
+			m.be.Wait()
+			return "", fmt.Errorf("runtime: %s at position %d: %w", prog.prog.Name, s.pos, err)
+		}
+		c := read % 2
+		read++
+		for _, id := range m.readback[c][:sizes[c]] {
+			s.pos++ // the token before it is now in the cache
+			if stop, done := s.accept(int32(id), res, o); done {
+				if committed > read { // a chain in flight: wait for it and drop it
+					if err := m.be.Wait(); err != nil {
+						return "", fmt.Errorf("runtime: %s at position %d (dropped): %w", prog.prog.Name, s.pos, err)
+					}
+				}
+				return stop, nil
+			}
+		}
+	}
+}
+
+// launch encodes and commits prog for n tokens from position at, then the
+// chain's hand-off copies (decodeOverlapped), without waiting.
+func (s *Session) launch(b *bound, at, n, rb int) {
+	m := s.m
+	for i := range n {
+		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(at + i), Batch: 1}
+	}
+	m.be.Encode(b.cmds, s.steps[:n])
+	m.be.EncodeCopy(m.readbackBytes[rb], 0, m.tokenBytes, 4, 4*n)
+	m.be.EncodeCopy(m.tokenBytes, 0, m.tokenBytes, 4*n, 4)
+	m.be.Commit()
 }
 
 // accept appends a generated token and says whether generation ends.
@@ -285,16 +398,19 @@ func (s *Session) prefill(tokens []int32) error {
 	return nil
 }
 
-// chain replays prog for n tokens in one submission: token i at position
-// pos+i reads slot i, its argmax writes slot i+1. It does not move pos and
-// allocates nothing.
-func (s *Session) chain(b *bound, n int) {
+// chain replays prog for n tokens in one submission and waits for it:
+// token i at position pos+i reads slot i, its argmax writes slot i+1. It
+// does not move pos and allocates nothing.
+func (s *Session) chain(b *bound, n int) error {
 	for i := range n {
 		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(s.pos + i), Batch: 1}
 	}
 	s.m.be.Encode(b.cmds, s.steps[:n])
 	s.m.be.Commit()
-	s.m.be.Wait()
+	if err := s.m.be.Wait(); err != nil {
+		return fmt.Errorf("runtime: %s at position %d: %w", b.prog.Name, s.pos, err)
+	}
+	return nil
 }
 
 // topLogits returns the k best (id, logit) pairs, best first (ties by id).
