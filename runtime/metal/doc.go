@@ -6,7 +6,8 @@
 // kernels/metal (compiled from source at load, or a precompiled metallib),
 // the pipeline cache keyed by plans.CacheKey, shared-storage buffers and
 // no-copy wrappers over the mapped model file, and the encoding of bound
-// commands into one command buffer per chain. Every Objective-C call stays
+// commands into one command buffer per chain, with the blit copies that
+// hand a chain's tokens off on the device. Every Objective-C call stays
 // in this package, behind Backend, Pipeline and Command: nothing above it
 // sees an object id. It must not know architectures or plans beyond one
 // command, and it must not import package runtime (runtime adapts it).
