@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/runtime/cpu"
 )
 
 // Sampling are the knobs of a generation, as llama.cpp names them.
@@ -73,21 +74,6 @@ func (g *sampler) Swap(a, b int) {
 	g.pv[a], g.pv[b] = g.pv[b], g.pv[a]
 }
 
-func fmix32(h uint32) uint32 {
-	h ^= h >> 16
-	h *= 0x85ebca6b
-	h ^= h >> 13
-	h *= 0xc2b2ae35
-	h ^= h >> 16
-	return h
-}
-
-func gumbelNoise(key uint32, i int) float32 {
-	h := fmix32(key ^ uint32(i))
-	u := (float64(h>>8) + 0.5) / (1 << 24)
-	return float32(-math.Log(-math.Log(u)))
-}
-
 // argmax is the lowest index of the largest logit; NaNs never win.
 func argmax(l []float32) int32 {
 	best, bv := 0, float32(math.Inf(-1))
@@ -154,10 +140,10 @@ func (g *sampler) sample(logits []float32, p kernels.SamplingParams, pos uint32)
 	if g.n == 0 {
 		return argmax(logits)
 	}
-	key := fmix32(fmix32(p.Seed^0x9E3779B9) + pos)
+	key := cpu.GumbelKey(p.Seed, pos)
 	best, bv := int32(0), float32(math.Inf(-1))
 	for j := 0; j < g.n; j++ {
-		v := (g.lv[j]-m)/p.Temperature + gumbelNoise(key, int(g.idx[j]))
+		v := (g.lv[j]-m)/p.Temperature + cpu.GumbelNoise(key, int(g.idx[j]))
 		if v > bv || v == bv && g.idx[j] < best {
 			best, bv = g.idx[j], v
 		}

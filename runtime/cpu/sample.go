@@ -99,6 +99,14 @@ func gumbelNoise(key uint32, i int) float32 {
 
 func gumbelKey(seed, position uint32) uint32 { return fmix32(fmix32(seed^0x9E3779B9) + position) }
 
+// GumbelKey and GumbelNoise are the kernel's noise stream, for a host
+// sampler that must draw the token the kernel would (runtime's first token
+// after prefill, and every token under a repetition penalty).
+func GumbelKey(seed, position uint32) uint32 { return gumbelKey(seed, position) }
+
+// GumbelNoise is the noise added to token i's tempered logit under key.
+func GumbelNoise(key uint32, i int) float32 { return gumbelNoise(key, i) }
+
 // Len, Less and Swap sort the live candidates by (logit desc, index asc),
 // which is (p desc, index asc).
 func (g *gumbel) Len() int { return g.n }
