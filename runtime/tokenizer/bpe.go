@@ -225,7 +225,7 @@ func (b *bpeTables) word(s *session, dst []int32, w string) []int32 {
 		}
 	}
 	syms[len(syms)-1].next = -1
-	h := bpeHeap(s.heap[:0])
+	h := bigramHeap{a: s.heap[:0], byRank: true}
 	try := func(l, r int32) {
 		if l < 0 || r < 0 || syms[l].piece < 0 || syms[r].piece < 0 {
 			return
@@ -239,7 +239,7 @@ func (b *bpeTables) word(s *session, dst []int32, w string) []int32 {
 	for i := 1; i < len(syms); i++ {
 		try(int32(i-1), int32(i))
 	}
-	for len(h) > 0 {
+	for h.len() > 0 {
 		bg := h.pop()
 		l, r := &syms[bg.left], &syms[bg.right]
 		if l.end == l.start || r.end == r.start || l.piece != bg.lp || r.piece != bg.rp || l.next != bg.right {
@@ -255,7 +255,7 @@ func (b *bpeTables) word(s *session, dst []int32, w string) []int32 {
 		try(l.prev, bg.left)
 		try(bg.left, l.next)
 	}
-	s.heap = h
+	s.heap = h.a
 	nTok := int32(len(v.Tokens))
 	for i := int32(0); i != -1; i = syms[i].next {
 		sym := &syms[i]
@@ -300,51 +300,6 @@ func (b *bpeTables) fallback(dst []int32, sym string) []int32 {
 		}
 	}
 	return dst
-}
-
-// bpeHeap is a min-heap of bigrams by rank, then by left position.
-type bpeHeap []bigram
-
-func (h bpeHeap) less(i, j int) bool {
-	return h[i].rank < h[j].rank || (h[i].rank == h[j].rank && h[i].left < h[j].left)
-}
-
-func (h *bpeHeap) push(x bigram) {
-	*h = append(*h, x)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *bpeHeap) pop() bigram {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && a.less(r, l) {
-			m = r
-		}
-		if !a.less(m, i) {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
 }
 
 // byteRune is GPT-2's byte-to-character map: printable Latin-1 bytes stand

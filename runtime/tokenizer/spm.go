@@ -111,7 +111,7 @@ func (s *spmTables) merge(ss *session, dst []int32, text string) []int32 {
 		off += n
 	}
 	syms[len(syms)-1].next = -1
-	h := spmHeap(ss.heap[:0])
+	h := bigramHeap{a: ss.heap[:0], byRank: false}
 	tokenID := s.t.tokenID
 	try := func(l, r int32) {
 		if l < 0 || r < 0 {
@@ -126,7 +126,7 @@ func (s *spmTables) merge(ss *session, dst []int32, text string) []int32 {
 	for i := 1; i < len(syms); i++ {
 		try(int32(i-1), int32(i))
 	}
-	for len(h) > 0 {
+	for h.len() > 0 {
 		bg := h.pop()
 		l, r := &syms[bg.left], &syms[bg.right]
 		if l.end == l.start || r.end == r.start || (l.end-l.start)+(r.end-r.start) != bg.size {
@@ -141,7 +141,7 @@ func (s *spmTables) merge(ss *session, dst []int32, text string) []int32 {
 		try(l.prev, bg.left)
 		try(bg.left, l.next)
 	}
-	ss.heap = h
+	ss.heap = h.a
 	for i := int32(0); i != -1; i = syms[i].next {
 		sym := text[syms[i].start:syms[i].end]
 		if id, ok := tokenID[sym]; ok {
@@ -167,51 +167,6 @@ func (s *spmTables) score(id int32) float32 {
 		return 0
 	}
 	return s.scores[id]
-}
-
-// spmHeap is a max-heap of bigrams by score, then min by left position.
-type spmHeap []bigram
-
-func (h spmHeap) less(i, j int) bool {
-	return h[i].score > h[j].score || (h[i].score == h[j].score && h[i].left < h[j].left)
-}
-
-func (h *spmHeap) push(b bigram) {
-	*h = append(*h, b)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !a.less(i, p) {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *spmHeap) pop() bigram {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && a.less(r, l) {
-			m = r
-		}
-		if !a.less(m, i) {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
 }
 
 // escapeSpaces turns spaces into ▁.
