@@ -5,31 +5,32 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/runtime"
 )
 
 func init() {
-	register(command{
-		name:    "bench",
-		summary: "measure prompt processing and generation speed (llama-bench style), and decode bandwidth",
-		usage:   "PLAN [-p 512] [-n 128] [-r 5] [--json] [--threads N] [--model PATH]",
-		run:     runBench,
+	app.Register(cli.Command{
+		Name:    "bench",
+		Summary: "measure prompt processing and generation speed (llama-bench style), and decode bandwidth",
+		Usage:   "PLAN [-p 512] [-n 128] [-r 5] [--json] [--threads N] [--model PATH]",
+		Run:     runBench,
 	})
 }
 
-func runBench(ctx *cli, args []string) error {
-	fs := newFlags(ctx, commands["bench"])
+func runBench(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("bench")
 	pp := fs.Int("p", 512, "prompt tokens")
 	tg := fs.Int("n", 128, "generated tokens")
 	reps := fs.Int("r", 5, "repetitions")
 	asJSON := fs.Bool("json", false, "print JSON")
 	lf := addLoadFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", errUsage)
+		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
 	m, err := lf.load(ctx, pos[0])
 	if err != nil {

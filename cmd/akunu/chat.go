@@ -6,17 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/runtime/chat"
 )
 
 func init() {
-	register(command{
-		name:    "chat",
-		summary: "talk with a chat model: multi-turn, streaming, the KV cache kept between turns",
-		usage:   "PLAN [--system TEXT] [--template NAME] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--model PATH]",
-		run:     runChat,
+	app.Register(cli.Command{
+		Name:    "chat",
+		Summary: "talk with a chat model: multi-turn, streaming, the KV cache kept between turns",
+		Usage:   "PLAN [--system TEXT] [--template NAME] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--model PATH]",
+		Run:     runChat,
 	})
 }
 
@@ -25,19 +26,19 @@ func init() {
 // rendered through the model's chat template every turn, and only the
 // tokens that differ from what the KV cache already holds are fed, as
 // llama.cpp's server does.
-func runChat(ctx *cli, args []string) error {
-	fs := newFlags(ctx, commands["chat"])
+func runChat(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("chat")
 	system := fs.String("system", "", "a system message to start the conversation with")
 	tmplName := fs.String("template", "", "a built-in template (chatml, llama3, gemma) for a plan whose model has none")
 	n := fs.Int("n", 1024, "tokens to generate at most per answer")
 	sampling := addSamplingFlags(fs, 0.8)
 	lf := addLoadFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", errUsage)
+		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
 	// The template first: a plan that cannot chat is refused before its
 	// model is mapped.
@@ -86,7 +87,7 @@ type chatter struct {
 	m    *runtime.Model
 	tmpl *chat.Template
 	s    *runtime.Session
-	out  *cli
+	out  *cli.Context
 	o    runtime.GenerateOptions
 	msgs []chat.Message
 }

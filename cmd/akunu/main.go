@@ -9,42 +9,14 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"os"
 
-	clipkg "github.com/akunu-dev/akunu/internal/cli"
+	"github.com/akunu-dev/akunu/internal/cli"
 )
 
-var app = clipkg.New("akunu", "akunu replays dispatch plans compiled by akunuc.")
-
-// command is one subcommand of akunu.
-type command struct {
-	name    string
-	summary string // one line for the overview
-	usage   string // the synopsis after "akunu NAME"
-	run     func(ctx *cli, args []string) error
-}
-
-// cli carries what a subcommand may touch of the process.
-type cli = clipkg.Context
-
-var commands = map[string]command{}
-
-func register(c command) {
-	commands[c.name] = c
-	app.Register(clipkg.Command{Name: c.name, Summary: c.summary, Usage: c.usage, Run: c.run})
-}
-
-// errUsage marks a usage error: exit status 2 and the command's usage.
-var errUsage = clipkg.ErrUsage
-
-// exitError ends the process with a status and no further message;
-// errorExit prints its error and ends with a status other than 1.
-type (
-	exitError = clipkg.Exit
-	errorExit = clipkg.ErrorExit
-)
+// app holds the subcommands; each file registers its own in init.
+var app = cli.New("akunu", "akunu replays dispatch plans compiled by akunuc.")
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -54,10 +26,3 @@ func run(args []string, stdout, stderr io.Writer) int { return runIO(args, os.St
 func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return app.Main(args, stdin, stdout, stderr)
 }
-
-// newFlags returns the flag set of command c.
-func newFlags(ctx *cli, c command) *flag.FlagSet { return ctx.Flags(c.name) }
-
-// parseFlags parses args, allowing flags after positional arguments, and
-// returns the positional ones.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) { return clipkg.Parse(fs, args) }

@@ -7,16 +7,17 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/runtime/metal"
 )
 
 func init() {
-	register(command{
-		name:    "run",
-		summary: "generate text from a prompt with a compiled plan (streams; --json for one object)",
-		usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--threads N] [--json] [--top-logits K] [--model PATH]",
-		run:     runRun,
+	app.Register(cli.Command{
+		Name:    "run",
+		Summary: "generate text from a prompt with a compiled plan (streams; --json for one object)",
+		Usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--threads N] [--json] [--top-logits K] [--model PATH]",
+		Run:     runRun,
 	})
 }
 
@@ -53,7 +54,7 @@ func addLoadFlags(fs interface {
 	}
 }
 
-func (lf loadFlags) load(ctx *cli, plan string) (*runtime.Model, error) {
+func (lf loadFlags) load(ctx *cli.Context, plan string) (*runtime.Model, error) {
 	var be runtime.Backend
 	switch *lf.backend {
 	case "auto":
@@ -70,7 +71,7 @@ func (lf loadFlags) load(ctx *cli, plan string) (*runtime.Model, error) {
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", errUsage, *lf.backend)
+		return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", cli.ErrUsage, *lf.backend)
 	}
 	return runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads,
 		Progress: func(stage string, done, total int64) {
@@ -81,21 +82,20 @@ func (lf loadFlags) load(ctx *cli, plan string) (*runtime.Model, error) {
 		}})
 }
 
-func runRun(ctx *cli, args []string) error {
-	c := commands["run"]
-	fs := newFlags(ctx, c)
+func runRun(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("run")
 	prompt := fs.String("p", "", "the prompt")
 	n := fs.Int("n", 128, "tokens to generate at most (0: until EOS or a full context)")
 	sampling := addSamplingFlags(fs, 0)
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming")
 	topLogits := fs.Int("top-logits", 0, "with --json: the K best [id, logit] pairs of every step")
 	lf := addLoadFlags(fs)
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", errUsage)
+		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
 	m, err := lf.load(ctx, pos[0])
 	if err != nil {

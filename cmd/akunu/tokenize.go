@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/internal/tokcli"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
@@ -8,20 +9,20 @@ import (
 )
 
 func init() {
-	register(command{
-		name:    "tokenize",
-		summary: "print the token ids of a text with the plan's tokenizer (the model file is not needed)",
-		usage:   tokcli.TokenizeUsage("akunu", "PLAN"),
-		run: func(ctx *cli, args []string) error {
-			return tokcli.Tokenize(ctx, newFlags(ctx, commands["tokenize"]), args, planTokenizer)
+	app.Register(cli.Command{
+		Name:    "tokenize",
+		Summary: "print the token ids of a text with the plan's tokenizer (the model file is not needed)",
+		Usage:   tokcli.TokenizeUsage("akunu", "PLAN"),
+		Run: func(ctx *cli.Context, args []string) error {
+			return tokcli.Tokenize(ctx, ctx.Flags("tokenize"), args, planTokenizer)
 		},
 	})
-	register(command{
-		name:    "detokenize",
-		summary: "print the text of token ids with the plan's tokenizer",
-		usage:   "PLAN [--no-special] IDS...  (ids space or comma separated; none: read them from stdin)",
-		run: func(ctx *cli, args []string) error {
-			return tokcli.Detokenize(ctx, newFlags(ctx, commands["detokenize"]), args, planTokenizer)
+	app.Register(cli.Command{
+		Name:    "detokenize",
+		Summary: "print the text of token ids with the plan's tokenizer",
+		Usage:   "PLAN [--no-special] IDS...  (ids space or comma separated; none: read them from stdin)",
+		Run: func(ctx *cli.Context, args []string) error {
+			return tokcli.Detokenize(ctx, ctx.Flags("detokenize"), args, planTokenizer)
 		},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
@@ -14,29 +15,28 @@ import (
 )
 
 func init() {
-	register(command{
-		name:    "verify",
-		summary: "run a plan on a backend and on the CPU side by side, command by command, and name the first command whose outputs differ",
-		usage:   "PLAN [--backend metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR]",
-		run:     runVerify,
+	app.Register(cli.Command{
+		Name:    "verify",
+		Summary: "run a plan on a backend and on the CPU side by side, command by command, and name the first command whose outputs differ",
+		Usage:   "PLAN [--backend metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR]",
+		Run:     runVerify,
 	})
 }
 
-func runVerify(ctx *cli, args []string) error {
-	c := commands["verify"]
-	fs := newFlags(ctx, c)
+func runVerify(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("verify")
 	backend := fs.String("backend", "metal", "the backend held to the CPU: metal, or cpu (the CPU against itself, a sanity check)")
 	n := fs.Int("n", 8, "decode steps after the prompt")
 	prompt := fs.String("p", "Once upon a time", "the prompt prefilled first")
 	model := fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)")
 	threads := fs.Int("threads", 0, "CPU threads (0: every core)")
 	metallib := fs.String("metallib", "", "a directory of precompiled .metallib files (docs/metal-runtime.md)")
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", errUsage)
+		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
 	var be runtime.Backend
 	switch *backend {
@@ -47,7 +47,7 @@ func runVerify(ctx *cli, args []string) error {
 			return err
 		}
 	default:
-		return fmt.Errorf("%w: --backend %q: metal or cpu", errUsage, *backend)
+		return fmt.Errorf("%w: --backend %q: metal or cpu", cli.ErrUsage, *backend)
 	}
 	a, err := runtime.Load(pos[0], runtime.Options{Model: *model, Backend: be})
 	if err != nil {
@@ -67,7 +67,7 @@ func runVerify(ctx *cli, args []string) error {
 	}
 	rep.print(ctx.Stdout, *backend)
 	if rep.Mismatch != nil {
-		return exitError{Code: 1}
+		return cli.Exit{Code: 1}
 	}
 	return nil
 }

@@ -8,20 +8,21 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
 
-var chipsCmd = command{
-	name:    "chips",
-	summary: "list the chip profiles and the tuning derived from each",
-	usage: "[--json] [--cores N] [NAME[:CORES] ... | auto]\n" +
+var chipsCmd = cli.Command{
+	Name:    "chips",
+	Summary: "list the chip profiles and the tuning derived from each",
+	Usage: "[--json] [--cores N] [NAME[:CORES] ... | auto]\n" +
 		"       akunuc chips --detect [--json]\n" +
 		"       akunuc chips --rules [--json]",
 }
 
 func init() {
-	chipsCmd.run = runChips
-	register(chipsCmd)
+	chipsCmd.Run = runChips
+	app.Register(chipsCmd)
 }
 
 // chipJSON is one element of `akunuc chips --json` (docs/chips.md#json).
@@ -40,19 +41,19 @@ type ruleJSON struct {
 	Pos   string `json:"pos"`
 }
 
-func runChips(ctx *cli, args []string) error {
-	fs := newFlags(ctx, chipsCmd)
+func runChips(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags(chipsCmd.Name)
 	asJSON := fs.Bool("json", false, "print JSON (an array of profiles with their tuning)")
 	detect := fs.Bool("detect", false, "detect this machine and say what was found (same as the name auto)")
 	rules := fs.Bool("rules", false, "print the rule table that derives the tuning")
 	cores := fs.Int("cores", 0, "core count: of a CPU target, or the bin of a GPU")
-	names, err := parseFlags(fs, args)
+	names, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *rules {
 		if *detect || len(names) > 0 {
-			return fmt.Errorf("%w: --rules takes no names", errUsage)
+			return fmt.Errorf("%w: --rules takes no names", cli.ErrUsage)
 		}
 		return printRules(ctx.Stdout, *asJSON)
 	}

@@ -9,32 +9,33 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/modelinfo"
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 func init() {
-	register(command{
-		name:    "compile",
-		summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
-		usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [-v]",
-		run:     runCompile,
+	app.Register(cli.Command{
+		Name:    "compile",
+		Summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
+		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [-v]",
+		Run:     runCompile,
 	})
 }
 
-func runCompile(ctx *cli, args []string) error {
-	fs := newFlags(ctx, commands["compile"])
+func runCompile(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("compile")
 	out := fs.String("o", "", "output plan (default: MODEL with .plan)")
 	chip := fs.String("chip", "auto", "target chip profile (akunuc chips lists them), or auto to detect this machine")
 	cores := fs.Int("cores", 0, "core count: picks an Apple GPU bin or sets a CPU target's threads (0: the profile's own or this machine's)")
 	maxCtx := fs.Int("ctx", 0, "maximum context the plan holds (default: the model's training context, at most 4096)")
 	verbose := fs.Bool("v", false, "print each compiler pass and its time")
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one model file, got %d arguments", errUsage, len(pos))
+		return fmt.Errorf("%w: want one model file, got %d arguments", cli.ErrUsage, len(pos))
 	}
 	model := pos[0]
 	if *out == "" {

@@ -9,30 +9,30 @@ import (
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/compiler/modelinfo"
 	"github.com/akunu-dev/akunu/compiler/planinfo"
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
 )
 
 func init() {
-	register(command{
-		name:    "inspect",
-		summary: "describe a GGUF model or a compiled plan",
-		usage:   "MODEL.gguf|PLAN.plan [--json] [--summary]",
-		run:     runInspect,
+	app.Register(cli.Command{
+		Name:    "inspect",
+		Summary: "describe a GGUF model or a compiled plan",
+		Usage:   "MODEL.gguf|PLAN.plan [--json] [--summary]",
+		Run:     runInspect,
 	})
 }
 
-func runInspect(ctx *cli, args []string) error {
-	c := commands["inspect"]
-	fs := newFlags(ctx, c)
+func runInspect(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("inspect")
 	asJSON := fs.Bool("json", false, "print one JSON object (fields: docs/inspect.md)")
 	summary := fs.Bool("summary", false, "plans: list programs without their commands")
-	pos, err := parseFlags(fs, args)
+	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one model or plan file, got %d arguments", errUsage, len(pos))
+		return fmt.Errorf("%w: want one model or plan file, got %d arguments", cli.ErrUsage, len(pos))
 	}
 	path := pos[0]
 	isPlan, err := sniffPlan(path)

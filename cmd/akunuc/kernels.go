@@ -1,30 +1,32 @@
 package main
 
 import (
-	// The backends register the kernels they implement; linking them here
-	// is what lets `akunuc kernels` say which backend runs what.
 	"encoding/json"
 	"fmt"
-	_ "github.com/akunu-dev/akunu/kernels/metal"
-	_ "github.com/akunu-dev/akunu/runtime/cpu"
 	"io"
 	"path"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/kernels"
+
+	// The backends register the kernels they implement; linking them here
+	// is what lets `akunuc kernels` say which backend runs what.
+	_ "github.com/akunu-dev/akunu/kernels/metal"
+	_ "github.com/akunu-dev/akunu/runtime/cpu"
 )
 
-var kernelsCmd = command{
-	name:    "kernels",
-	summary: "list the kernel catalog: names, parameter structs, bindings, constants, backends",
-	usage: "[--json] [PATTERN ...]\n" +
+var kernelsCmd = cli.Command{
+	Name:    "kernels",
+	Summary: "list the kernel catalog: names, parameter structs, bindings, constants, backends",
+	Usage: "[--json] [PATTERN ...]\n" +
 		"       akunuc kernels --structs [--json]",
 }
 
 func init() {
-	kernelsCmd.run = runKernels
-	register(kernelsCmd)
+	kernelsCmd.Run = runKernels
+	app.Register(kernelsCmd)
 }
 
 // kernelJSON is one element of `akunuc kernels --json` (docs/kernels.md#json).
@@ -49,17 +51,17 @@ type paramsJSON struct {
 	Patchable map[string]int `json:"patchable"`
 }
 
-func runKernels(ctx *cli, args []string) error {
-	fs := newFlags(ctx, kernelsCmd)
+func runKernels(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags(kernelsCmd.Name)
 	asJSON := fs.Bool("json", false, "print JSON (an array of kernels)")
 	structs := fs.Bool("structs", false, "print the parameter structs' layouts instead")
-	patterns, err := parseFlags(fs, args)
+	patterns, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if *structs {
 		if len(patterns) > 0 {
-			return fmt.Errorf("%w: --structs takes no patterns", errUsage)
+			return fmt.Errorf("%w: --structs takes no patterns", cli.ErrUsage)
 		}
 		return printStructs(ctx.Stdout, *asJSON)
 	}
@@ -94,7 +96,7 @@ func matchKernels(patterns []string) ([]*kernels.Kernel, error) {
 		for i, p := range patterns {
 			ok, err := path.Match(p, k.Name)
 			if err != nil {
-				return nil, fmt.Errorf("%w: pattern %q: %v", errUsage, p, err)
+				return nil, fmt.Errorf("%w: pattern %q: %v", cli.ErrUsage, p, err)
 			}
 			hit[i] = hit[i] || ok
 			match = match || ok

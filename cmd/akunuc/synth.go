@@ -9,17 +9,18 @@ import (
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/modelinfo"
 	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/specs"
 )
 
 func init() {
-	register(command{
-		name:    "synth",
-		summary: "write a GGUF model with random weights of any architecture, shape and dtype",
-		usage: "--arch NAME --dim N --layers N --heads N [--kv-heads N] [--head-dim N] [--ffn N]\n" +
+	app.Register(cli.Command{
+		Name:    "synth",
+		Summary: "write a GGUF model with random weights of any architecture, shape and dtype",
+		Usage: "--arch NAME --dim N --layers N --heads N [--kv-heads N] [--head-dim N] [--ffn N]\n" +
 			"       [--dtype T] [--embd-dtype T] [--tied] [--vocab FILE.gguf] [--seed S] [--sparse]\n" +
 			"       [--set hparam=value ...] -o OUT.gguf",
-		run: runSynth,
+		Run: runSynth,
 	})
 }
 
@@ -59,9 +60,8 @@ func parseValue(s string) specs.Value {
 	return specs.StringValue(s)
 }
 
-func runSynth(ctx *cli, args []string) error {
-	c := commands["synth"]
-	fs := newFlags(ctx, c)
+func runSynth(ctx *cli.Context, args []string) error {
+	fs := ctx.Flags("synth")
 	var o synth.Options
 	var dt, edt, vocab, out string
 	set := setFlags{}
@@ -81,19 +81,19 @@ func runSynth(ctx *cli, args []string) error {
 	fs.BoolVar(&o.Sparse, "sparse", false, "zero weights written as holes: the file's shape without its disk space")
 	fs.Var(set, "set", "set another hparam of the spec, e.g. --set sliding_window=512 (repeatable)")
 	fs.StringVar(&out, "o", "", "output file (required)")
-	if _, err := parseFlags(fs, args); err != nil {
+	if _, err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if out == "" {
-		return fmt.Errorf("%w: -o OUT.gguf is required", errUsage)
+		return fmt.Errorf("%w: -o OUT.gguf is required", cli.ErrUsage)
 	}
 	var err error
 	if o.DType, err = dtype.Parse(dt); err != nil {
-		return fmt.Errorf("%w: --dtype: %v", errUsage, err)
+		return fmt.Errorf("%w: --dtype: %v", cli.ErrUsage, err)
 	}
 	if edt != "" {
 		if o.EmbedDType, err = dtype.Parse(edt); err != nil {
-			return fmt.Errorf("%w: --embd-dtype: %v", errUsage, err)
+			return fmt.Errorf("%w: --embd-dtype: %v", cli.ErrUsage, err)
 		}
 		o.EmbedSet = true
 	}

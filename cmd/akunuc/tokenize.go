@@ -4,17 +4,18 @@ import (
 	"fmt"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/internal/tokcli"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
 func init() {
-	register(command{
-		name:    "tokenize",
-		summary: "print the token ids of a text, as llama.cpp's tokenizer gives them",
-		usage:   tokcli.TokenizeUsage("akunuc", "MODEL.gguf"),
-		run: func(ctx *cli, args []string) error {
-			return tokcli.Tokenize(ctx, newFlags(ctx, commands["tokenize"]), args, ggufTokenizer)
+	app.Register(cli.Command{
+		Name:    "tokenize",
+		Summary: "print the token ids of a text, as llama.cpp's tokenizer gives them",
+		Usage:   tokcli.TokenizeUsage("akunuc", "MODEL.gguf"),
+		Run: func(ctx *cli.Context, args []string) error {
+			return tokcli.Tokenize(ctx, ctx.Flags("tokenize"), args, ggufTokenizer)
 		},
 	})
 }
