@@ -21,7 +21,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int { return runIO(args, os.Stdin, stdout, stderr) }
 
-// runIO is run with the input given (chat reads its turns from it).
+// runIO is run with the input given (tokenize reads its text from it).
 func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return app.Main(args, stdin, stdout, stderr)
 }

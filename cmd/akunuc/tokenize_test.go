@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/internal/llamacpp"
-	"github.com/akunu-dev/akunu/internal/tokcli"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
@@ -100,10 +99,9 @@ func TestTokenizeTextMatchesLlamaCpp(t *testing.T) {
 	if out != format(want) {
 		t.Errorf("words as arguments: %q, want %q", out, format(want))
 	}
-	old := tokcli.Stdin
-	defer func() { tokcli.Stdin = old }()
-	tokcli.Stdin = strings.NewReader("Once upon\na time\n")
-	out, _, _ = tokenizeCmd(t, path)
+	var o, e bytes.Buffer
+	runIO([]string{"tokenize", path}, strings.NewReader("Once upon\na time\n"), &o, &e)
+	out = o.String()
 	want, _ = m.Tokenize("Once upon\na time\n", true, true)
 	if out != format(want) {
 		t.Errorf("stdin: %q, want %q", out, format(want))

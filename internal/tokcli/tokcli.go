@@ -17,10 +17,6 @@ import (
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
-// Stdin is where tokenize reads its text when no TEXT is given (tests
-// replace it).
-var Stdin io.Reader = os.Stdin
-
 // TokenizeUsage is the synopsis after "PROG tokenize" for a file argument
 // named what (MODEL.gguf, PLAN).
 func TokenizeUsage(prog, what string) string {
@@ -64,7 +60,7 @@ func Tokenize(ctx *cli.Context, fs *flag.FlagSet, args []string, load func(strin
 	if len(pos) > 1 {
 		text = strings.Join(pos[1:], " ")
 	} else {
-		b, err := io.ReadAll(Stdin)
+		b, err := io.ReadAll(ctx.Stdin)
 		if err != nil {
 			return fmt.Errorf("reading the text from stdin: %w", err)
 		}
@@ -96,7 +92,7 @@ func Detokenize(ctx *cli.Context, fs *flag.FlagSet, args []string, load func(str
 	}
 	text := strings.Join(pos[1:], " ")
 	if len(pos) == 1 {
-		b, err := io.ReadAll(Stdin)
+		b, err := io.ReadAll(ctx.Stdin)
 		if err != nil {
 			return fmt.Errorf("reading ids from stdin: %w", err)
 		}
