@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/akunu-dev/akunu/compiler"
@@ -26,16 +27,21 @@ func main() {
 	tg := flag.Int("n", 128, "generated tokens")
 	reps := flag.Int("r", 3, "repetitions")
 	bar := flag.Float64("bar", 0, "the decode ratio akunu/llama.cpp to reach (reported, not enforced)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of akunu's runs to this file")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: benchcmp [flags] model.gguf")
 		os.Exit(2)
 	}
+	profile = *cpuprofile
 	if err := run(flag.Arg(0), *chip, *threads, *pp, *tg, *reps, *bar); err != nil {
 		fmt.Fprintln(os.Stderr, "benchcmp:", err)
 		os.Exit(1)
 	}
 }
+
+// profile is -cpuprofile: where akunu's runs are profiled, if anywhere.
+var profile string
 
 func run(model, chip string, threads, pp, tg, reps int, bar float64) error {
 	if chip == "" {
@@ -62,7 +68,18 @@ func run(model, chip string, threads, pp, tg, reps int, bar float64) error {
 	if err != nil {
 		return err
 	}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
 	r, err := m.Bench(pp, tg, reps)
+	pprof.StopCPUProfile()
 	m.Close()
 	if err != nil {
 		return err

@@ -92,54 +92,85 @@ func (a *attention) do(w, i0, i1 int) {
 			qf[i] = h2f(f2h(qf[i])) // ggml converts q to the f16 K cache's type
 		}
 		kvh := h / group
-		kbase := kvh * int(p.MaxCtx) * hd
-		vbase := kvh * int(p.MaxCtx) * hdv
-		m := float32(math.Inf(-1))
-		for j := lo; j < hi; j++ {
-			s := p.Scale * dotF16(kc[kbase+j*hd:kbase+j*hd+hd], qf)
-			if a.softcap && p.Softcap > 0 {
-				s = p.Softcap * float32(math.Tanh(float64(s/p.Softcap)))
+		n := max(hi-lo, 0) // a split past kv_len is empty
+		sc := scores[:n]
+		kr := kc[(kvh*int(p.MaxCtx)+lo)*hd:][:n*hd]
+		vr := vc[(kvh*int(p.MaxCtx)+lo)*hdv:][:n*hdv]
+		m := scoresF16(kr, qf, p.Scale, sc)
+		if a.softcap && p.Softcap > 0 {
+			m = float32(math.Inf(-1))
+			for j, s := range sc {
+				sc[j] = p.Softcap * float32(math.Tanh(float64(s/p.Softcap)))
+				m = max(m, sc[j])
 			}
-			scores[j] = s
-			m = max(m, s)
 		}
+		sum := expSum(sc, m)
 		clear(acc)
-		var sum float32
-		if !a.parallel {
-			// ggml's path: softmax normalized first, each weight rounded
-			// to f16 (the V product's activation type), then V summed.
-			var dsum float64
-			for j := lo; j < hi; j++ {
-				pj := math.Exp(float64(scores[j] - m))
-				scores[j] = float32(pj)
-				dsum += pj
-			}
-			inv := 1 / dsum
-			for j := lo; j < hi; j++ {
-				pj := h2f(f2h(float32(float64(scores[j]) * inv)))
-				axpyF16(acc, pj, vc[vbase+j*hdv:vbase+j*hdv+hdv])
-			}
-			a.act.store(out, t*int(p.OStride)+h*hdv, acc)
-			continue
-		}
-		for j := lo; j < hi; j++ {
-			pj := float32(math.Exp(float64(scores[j] - m)))
-			sum += pj
-			axpyF16(acc, pj, vc[vbase+j*hdv:vbase+j*hdv+hdv])
-		}
 		if a.parallel {
+			accF16(acc, sc, vr)
 			part := f32s(out)[(h*a.splits+split)*(hdv+2):][:hdv+2]
 			copy(part, acc)
 			part[hdv], part[hdv+1] = m, sum
 			continue
 		}
+		// ggml's path: softmax normalized first, each weight rounded to
+		// f16 (the V product's activation type), then V summed.
 		if sum > 0 {
-			inv := 1 / sum
-			for i := range acc {
-				acc[i] *= inv
-			}
+			scaleRoundF16(sc, 1/sum)
 		}
+		accF16(acc, sc, vr)
 		a.act.store(out, t*int(p.OStride)+h*hdv, acc)
+	}
+}
+
+// The attention pieces, one head's work over its n visible positions (the
+// portable forms; attn_amd64.go installs AVX2 twins that agree with them to
+// float32 rounding):
+//
+//   - scoresF16: out[j] = scale·(k_j·q) for the f16 key rows k_j (len(q)
+//     elements each); returns max_j out[j] (−inf for none).
+//   - expSum: s[j] = e^(s[j] − m); returns Σ s[j].
+//   - scaleRoundF16: p[j] = f16(p[j]·a), rounded to nearest even.
+//   - accF16: acc += Σ_j p[j]·v_j for the f16 value rows v_j (len(acc)
+//     elements each).
+var (
+	scoresF16     = scoresF16Go
+	expSum        = expSumGo
+	scaleRoundF16 = scaleRoundF16Go
+	accF16        = accF16Go
+)
+
+func scoresF16Go(k []uint16, q []float32, scale float32, out []float32) float32 {
+	hd := len(q)
+	m := float32(math.Inf(-1))
+	for j := range out {
+		s := scale * dotF16Go(k[j*hd:j*hd+hd], q)
+		out[j] = s
+		m = max(m, s)
+	}
+	return m
+}
+
+func expSumGo(s []float32, m float32) float32 {
+	var sum float32
+	for j, v := range s {
+		e := float32(math.Exp(float64(v - m)))
+		s[j] = e
+		sum += e
+	}
+	return sum
+}
+
+func scaleRoundF16Go(p []float32, a float32) {
+	for j, v := range p {
+		p[j] = h2f(f2h(v * a))
+	}
+}
+
+func accF16Go(acc, p []float32, v []uint16) {
+	hdv := len(acc)
+	for j, pj := range p {
+		axpyF16(acc, pj, v[j*hdv:j*hdv+hdv])
 	}
 }
 

@@ -227,3 +227,103 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 		}
 	}
 }
+
+// The attention pieces (scoresF16, expSum, scaleRoundF16, accF16: AVX2
+// twins where the CPU has them) agree with their portable forms: dot
+// products and sums to float32 rounding of their terms, exp to 2 ulp of
+// the exact value, the f16 rounding bit for bit. Head sizes and position
+// counts straddle the groups of eight the assembly works in.
+func TestAttentionPiecesMatchPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, hd := range []int{4, 8, 16, 64, 128, 256} {
+		for _, n := range []int{0, 1, 7, 8, 9, 63, 130, 257} {
+			k := make([]uint16, n*hd)
+			for i := range k {
+				k[i] = f2h(float32(r.NormFloat64()))
+			}
+			q := randFloats(r, hd, 1)
+			got, want := make([]float32, n), make([]float32, n)
+			gm, wm := scoresF16(k, q, 0.125, got), scoresF16Go(k, q, 0.125, want)
+			for j := range n {
+				var mag float64
+				for c := range hd {
+					mag += math.Abs(float64(h2f(k[j*hd+c]) * q[c]))
+				}
+				if d := math.Abs(float64(got[j] - want[j])); d > 1e-6*0.125*mag+1e-30 {
+					t.Fatalf("hd %d n %d: score %d = %g, portable %g", hd, n, j, got[j], want[j])
+				}
+			}
+			if n > 0 && gm != slicesMax(got) || math.Abs(float64(gm-wm)) > 1e-5*math.Abs(float64(wm))+1e-30 && !math.IsInf(float64(wm), -1) {
+				t.Fatalf("hd %d n %d: max %g, portable %g (of %v)", hd, n, gm, wm, got)
+			}
+
+			// exp over [−100, 0] (past the clamp) and the sum.
+			s := make([]float32, n)
+			for j := range s {
+				s[j] = float32(-100 * r.Float64())
+			}
+			s0 := append([]float32(nil), s...)
+			sum := expSum(s, 0)
+			var ref float64
+			for j, x := range s0 {
+				e := math.Exp(float64(x))
+				ref += e
+				if d := math.Abs(float64(s[j]) - e); d > 2.5e-7*e && (e > 1e-37 || s[j] > 1e-37) {
+					t.Fatalf("n %d: exp(%g) = %g, want %g", n, x, s[j], e)
+				}
+			}
+			if math.Abs(float64(sum)-ref) > 1e-6*ref+1e-37 {
+				t.Fatalf("n %d: Σexp %g, want %g", n, sum, ref)
+			}
+
+			// f16 rounding, bit for bit, over values around the subnormal
+			// and overflow edges too.
+			p, p2 := make([]float32, n), make([]float32, n)
+			for j := range p {
+				p[j] = float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(40)-30)))
+			}
+			copy(p2, p)
+			scaleRoundF16(p, 0.7)
+			scaleRoundF16Go(p2, 0.7)
+			for j := range p {
+				if math.Float32bits(p[j]) != math.Float32bits(p2[j]) {
+					t.Fatalf("n %d: f16(%g·0.7) = %g, portable %g", n, p2[j], p[j], p2[j])
+				}
+			}
+
+			// The weighted sum of value rows.
+			v := make([]uint16, n*hd)
+			for i := range v {
+				v[i] = f2h(float32(r.NormFloat64()))
+			}
+			w := randFloats(r, n, 1)
+			acc, acc2 := randFloats(r, hd, 1), make([]float32, hd)
+			copy(acc2, acc)
+			accF16(acc, w, v)
+			accF16Go(acc2, w, v)
+			for c := range hd {
+				mag := math.Abs(float64(acc2[c]))
+				for j := range n {
+					mag += math.Abs(float64(w[j] * h2f(v[j*hd+c])))
+				}
+				if d := math.Abs(float64(acc[c] - acc2[c])); d > 1e-6*mag {
+					t.Fatalf("hd %d n %d: acc[%d] = %g, portable %g", hd, n, c, acc[c], acc2[c])
+				}
+			}
+		}
+	}
+	// A NaN score stays NaN through exp.
+	s := []float32{0, float32(math.NaN()), -1, -2, -3, -4, -5, -6}
+	expSum(s, 0)
+	if !math.IsNaN(float64(s[1])) {
+		t.Fatalf("exp(NaN) = %g", s[1])
+	}
+}
+
+func slicesMax(s []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range s {
+		m = max(m, v)
+	}
+	return m
+}
