@@ -89,3 +89,8 @@ var (
 	dotQ8_0 = dotQ8_0Go
 	dotQ6_K = dotQ6_KGo
 )
+
+// q4Reordered is set where the four-row Q4_0 dot sums in an order of its
+// own (the AVX-512 VNNI form): its rows then agree with dotQ4_0 to float32
+// rounding instead of bit for bit.
+var q4Reordered bool

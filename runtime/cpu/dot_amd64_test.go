@@ -1,0 +1,45 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
+
+// Where the VNNI form is installed, the AVX2 four-row Q4_0 dot it replaces
+// (still the odd last block's path, and the path of CPUs without VNNI) is
+// held to the portable one here, bit for bit, with odd block counts too.
+func TestDotQ4_0x4AVX2StaysExact(t *testing.T) {
+	if !haveAVX2 {
+		t.Skip("no AVX2")
+	}
+	r := rand.New(rand.NewPCG(25, 26))
+	wt := weightTypeOf(dtype.Q4_0)
+	for _, k := range []int{32, 96, 1024, 4096 + 32} {
+		x := randFloats(r, k, 1)
+		q := &q8act{}
+		q.need(k)
+		q.quantize(wt.aq, x, 1, k)
+		qs, d, s := q.row(wt.aq, 0, k)
+		rb := wt.rowBytes(k)
+		w, _ := weights(t, r, dtype.Q4_0, 4, k)
+		var got, vnni [4]float32
+		dotQ4_0x4Asm(w, rb, qs, d, s, &got)
+		for j := range got {
+			if want := dotQ4_0Go(w[j*rb:j*rb+rb], qs, d, s); got[j] != want {
+				t.Errorf("k=%d row %d: %g, portable %g", k, j, got[j], want)
+			}
+		}
+		if haveVNNI { // odd block counts take the AVX2 kernel for the last one
+			dotQ4_0x4VNNIAsm(w, rb, qs, d, s, &vnni)
+			for j := range vnni {
+				if d := vnni[j] - got[j]; d > 1e-4 || d < -1e-4 {
+					t.Errorf("k=%d row %d: VNNI %g, AVX2 %g", k, j, vnni[j], got[j])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,46 @@
+//go:build amd64 && !purego
+
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotQ4_0x4VNNI(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
+
+// haveVNNI: AVX-512 (foundation, byte/word, vector length) with VNNI, and
+// an OS that saves the 512-bit state (x/sys/cpu checks both).
+var haveVNNI = haveAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
+// This file's init runs after dot_amd64.go's (files initialize in name
+// order), so the VNNI form replaces the AVX2 four-row Q4_0 dot.
+func init() {
+	if haveVNNI {
+		weightTypeOf(dtype.Q4_0).q4 = dotQ4_0x4VNNIAsm
+		q4Reordered = true
+	}
+}
+
+// dotQ4_0x4VNNIAsm is dotQ4_0x4Asm with the even blocks in AVX-512 VNNI; an
+// odd last block goes through the AVX2 kernel.
+func dotQ4_0x4VNNIAsm(w []byte, rb int, qs []int8, d, s []float32, out *[4]float32) {
+	nb := len(d)
+	even := nb &^ 1
+	if even == 0 {
+		dotQ4_0x4Asm(w, rb, qs, d, s, out)
+		return
+	}
+	_, _ = w[3*rb+nb*18-1], qs[nb*qk-1]
+	dotQ4_0x4VNNI(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), even, out)
+	if even < nb {
+		var t [4]float32
+		dotQ4_0x4AVX2(unsafe.Pointer(&w[even*18]), rb, unsafe.Pointer(&qs[even*qk]), unsafe.Pointer(&d[even]), 1, &t)
+		for i := range out {
+			out[i] += t[i]
+		}
+	}
+}
