@@ -77,6 +77,7 @@ func (p *pool) worker(w int, seen uint32) {
 	for {
 		for spins := 0; p.gen.Load() == seen; spins++ {
 			if spins < spinLimit {
+				pause()
 				if p.yield && spins&1023 == 1023 {
 					runtime.Gosched()
 				}
@@ -135,6 +136,7 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 	p.wakeSleepers()
 	p.work(0)
 	for spins := 0; p.pending.Load() != 0; spins++ {
+		pause()
 		if p.yield && spins&255 == 255 {
 			runtime.Gosched()
 		}
