@@ -67,6 +67,7 @@ func NewCPU(threads int) Backend { return &cpuBackend{b: cpu.New(cpu.Options{Thr
 type cpuBackend struct{ b *cpu.Backend }
 
 func (c *cpuBackend) Name() string                                { return "cpu" }
+func (c *cpuBackend) Threads() int                                { return c.b.Threads() }
 func (c *cpuBackend) Alloc(size int) ([]byte, error)              { return cpu.Alloc(size), nil }
 func (c *cpuBackend) Wrap(data []byte) ([]byte, error)            { return data, nil }
 func (c *cpuBackend) Pipeline(p plans.Pipeline) (Pipeline, error) { return &p, nil }

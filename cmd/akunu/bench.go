@@ -48,13 +48,17 @@ func runBench(ctx *cli.Context, args []string) error {
 	if tgt.Kind == "cpu" || bw == 0 {
 		bw, bwSrc = runtime.MemcpyBandwidth(), "measured memcpy"
 	}
+	threads := *lf.threads // what the backend resolved 0 ("every core") to, where it says
+	if t, ok := m.Backend().(interface{ Threads() int }); ok {
+		threads = t.Threads()
+	}
 	perTok := float64(m.DecodeBytes())
 	achieved := perTok * tgM
 	if *asJSON {
 		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": *lf.threads,
+			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": threads,
 			"pp": *pp, "tg": *tg, "reps": *reps,
 			"pp_tok_s": ppM, "pp_tok_s_sd": ppSD, "tg_tok_s": tgM, "tg_tok_s_sd": tgSD,
 			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved,
@@ -67,7 +71,7 @@ func runBench(ctx *cli.Context, args []string) error {
 		test  string
 		m, sd float64
 	}{{fmt.Sprintf("pp%d", *pp), ppM, ppSD}, {fmt.Sprintf("tg%d", *tg), tgM, tgSD}} {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%.2f ± %.2f\t\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), *lf.threads, row.test, row.m, row.sd)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%.2f ± %.2f\t\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), threads, row.test, row.m, row.sd)
 	}
 	w.Flush()
 	fmt.Fprintf(ctx.Stdout, "\ndecode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)\n",
