@@ -77,7 +77,11 @@ func TestPoolRunsEveryItemOnceAndParksSafely(t *testing.T) {
 				runtime.Gosched()
 			}
 		}
-		p.run(c, len(c.hits), 7, parallelMinBytes)
+		// Grains from 7 (every worker) to 400 (three chunks: workers 1
+		// and 2 only), so runs that leave workers out follow runs that
+		// take them all, and the reverse.
+		grain := []int{7, 400, 334, 500, 7}[round%5]
+		p.run(c, len(c.hits), grain, parallelMinBytes)
 	}
 	for i, h := range c.hits {
 		if h != 200 {

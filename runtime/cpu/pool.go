@@ -29,8 +29,11 @@ const spinLimit = 1 << 15
 // publishes a task by bumping a generation counter, which spinning workers
 // see at once (parked ones get a token on their channel); items go out in
 // chunks of grain through an atomic counter (dynamic, so a slow core does
-// not hold the others back); run returns when every worker has checked in.
-// One run at a time: a Backend executes one command at a time.
+// not hold the others back); run returns when every worker taking part has
+// checked in. A run of c chunks takes workers 1..c−1 only: the others see
+// the generation pass and go on waiting, so a small split neither wakes
+// them nor waits for them. One run at a time: a Backend executes one
+// command at a time.
 //
 // The counters every worker polls or bumps sit on cache lines of their own:
 // sharing one, the spinning loads and the chunk claims ping-pong it
@@ -49,9 +52,14 @@ type pool struct {
 	n     int
 	grain int
 
-	_       [64]byte
-	gen     atomic.Uint32 // polled by spinning workers
-	_       [60]byte
+	_ [64]byte
+	// state is the generation (high 32 bits) and how many workers take
+	// part in it (low 32): one word, so a worker reads both at once. The
+	// caller publishes a generation only after every worker taking part in
+	// the last one has checked in, so a worker taking part reads task
+	// fields that stay put until it checks in.
+	state   atomic.Uint64 // polled by spinning workers
+	_       [56]byte
 	pending atomic.Int32 // workers yet to check in
 	_       [60]byte
 	next    atomic.Int64 // the next unclaimed item
@@ -66,7 +74,7 @@ func newPool(threads int) *pool {
 	p.yield = true
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
-		go p.worker(w, p.gen.Load())
+		go p.worker(w, uint32(p.state.Load()>>32))
 	}
 	return p
 }
@@ -75,29 +83,35 @@ func newPool(threads int) *pool {
 // run published before the goroutine is scheduled is not missed).
 func (p *pool) worker(w int, seen uint32) {
 	for {
-		for spins := 0; p.gen.Load() == seen; spins++ {
+		st := p.state.Load()
+		for spins := 0; uint32(st>>32) == seen; spins++ {
 			if spins < spinLimit {
 				pause()
 				if p.yield && spins&1023 == 1023 {
 					runtime.Gosched()
 				}
+				st = p.state.Load()
 				continue
 			}
 			// Park: announce it, then look once more, so that either run
 			// sees the announcement or we see the new generation.
 			p.sleep[w].Store(true)
-			if p.gen.Load() != seen {
+			if st = p.state.Load(); uint32(st>>32) != seen {
 				if !p.sleep[w].CompareAndSwap(true, false) {
 					<-p.wake[w] // run took the announcement: take its token
 				}
 				break
 			}
 			<-p.wake[w]
+			st = p.state.Load()
 			break
 		}
-		seen = p.gen.Load()
+		seen = uint32(st >> 32)
 		if p.closed.Load() {
 			return
+		}
+		if w > int(uint32(st)) {
+			continue // not needed in this run
 		}
 		p.work(w)
 		p.pending.Add(-1)
@@ -129,11 +143,11 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 		t.do(0, 0, n)
 		return
 	}
+	active := min(chunks, p.threads) - 1
 	p.t, p.n, p.grain = t, n, grain
 	p.next.Store(0)
-	p.pending.Store(int32(p.threads - 1))
-	p.gen.Add(1)
-	p.wakeSleepers()
+	p.pending.Store(int32(active))
+	p.publish(active)
 	p.work(0)
 	for spins := 0; p.pending.Load() != 0; spins++ {
 		pause()
@@ -144,8 +158,12 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 	p.t = nil
 }
 
-func (p *pool) wakeSleepers() {
-	for w := 1; w < p.threads; w++ {
+// publish starts the next generation with workers 1..active taking part,
+// and wakes those of them that parked.
+func (p *pool) publish(active int) {
+	g := uint32(p.state.Load()>>32) + 1
+	p.state.Store(uint64(g)<<32 | uint64(active))
+	for w := 1; w <= active; w++ {
 		if p.sleep[w].CompareAndSwap(true, false) {
 			p.wake[w] <- struct{}{}
 		}
@@ -163,6 +181,5 @@ func (p *pool) close() {
 	if p.closed.Swap(true) {
 		return
 	}
-	p.gen.Add(1)
-	p.wakeSleepers()
+	p.publish(p.threads - 1)
 }
