@@ -119,6 +119,18 @@ func (a act) set(dst []byte, i int, v float32) {
 
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 
+// siluMul is the SiLU gate, x[i] = silu(x[i])·y[i] (len(y) ≥ len(x)): the
+// portable form, or an AVX2 twin (expf_amd64.s) within float32 rounding of
+// it.
+var siluMul = siluMulGo
+
+func siluMulGo(x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		x[i] = silu(v) * y[i]
+	}
+}
+
 // gelu is the tanh approximation ggml's gelu uses:
 // 0.5·x·(1 + tanh(√(2/π)·x·(1 + 0.044715·x²))). ggml's CPU backend reads it
 // from an F16 table (input and output rounded to f16); we evaluate it in

@@ -327,3 +327,34 @@ func slicesMax(s []float32) float32 {
 	}
 	return m
 }
+
+// The SiLU gate's twin agrees with the portable form to float32 rounding,
+// across the exp clamps (|x| up to 200: past the high clamp a product that
+// underflows to 0 comes out below 1e-30 instead) and on lengths that
+// leave tails.
+func TestSiLUMulMatchesPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, n := range []int{1, 7, 8, 9, 100, 3072} {
+		x, y := make([]float32, n), randFloats(r, n, 1)
+		for i := range x {
+			x[i] = float32(r.NormFloat64() * []float64{1, 10, 100}[i%3])
+		}
+		x[0] = 200
+		if n > 1 {
+			x[1] = -200
+		}
+		got, want := append([]float32(nil), x...), append([]float32(nil), x...)
+		siluMul(got, y)
+		siluMulGo(want, y)
+		for i := range got {
+			if d := math.Abs(float64(got[i] - want[i])); d > 3e-7*math.Abs(float64(want[i]))+1e-30 {
+				t.Fatalf("n %d: silu(%g)·%g = %g, portable %g", n, x[i], y[i], got[i], want[i])
+			}
+		}
+	}
+	x := []float32{float32(math.NaN()), 1, 2, 3, 4, 5, 6, 7}
+	siluMul(x, x)
+	if !math.IsNaN(float64(x[0])) {
+		t.Fatalf("silu(NaN) = %g", x[0])
+	}
+}

@@ -89,9 +89,7 @@ func (el *elementwise) do(w, i0, i1 int) {
 					x[i] *= y[i]
 				}
 			case kernels.OpSiLUGate:
-				for i := range x {
-					x[i] = silu(x[i]) * y[i]
-				}
+				siluMul(x, y)
 			default:
 				for i := range x {
 					x[i] = gelu(x[i]) * y[i]

@@ -71,9 +71,7 @@ func (g *gemv) run(e *Exec) {
 		up := s.f[k : 2*k]
 		g.act.load(x, e.buf(1), 0, k)
 		g.act.load(up, e.buf(2), 0, k)
-		for i, v := range x {
-			x[i] = silu(v) * up[i]
-		}
+		siluMul(x, up)
 	} else {
 		g.act.load(x, e.buf(1), 0, k)
 	}
