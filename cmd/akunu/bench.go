@@ -48,7 +48,9 @@ func runBench(ctx *cli.Context, args []string) error {
 	if tgt.Kind == "cpu" || bw == 0 {
 		bw, bwSrc = runtime.MemcpyBandwidth(), "measured memcpy"
 	}
-	threads := *lf.threads // what the backend resolved 0 ("every core") to, where it says
+	// The thread count the backend settled on (--threads 0 means every
+	// core), where the backend has one.
+	threads := *lf.threads
 	if t, ok := m.Backend().(interface{ Threads() int }); ok {
 		threads = t.Threads()
 	}
