@@ -88,9 +88,7 @@ func (a *attention) do(w, i0, i1 int) {
 			lo, hi = max(lo, split*c), min(hi, (split+1)*c)
 		}
 		a.act.load(qf, qb, t*int(p.QStride)+h*hd, hd)
-		for i := range qf {
-			qf[i] = h2f(f2h(qf[i])) // ggml converts q to the f16 K cache's type
-		}
+		scaleRoundF16(qf, 1) // ggml converts q to the f16 K cache's type
 		kvh := h / group
 		n := max(hi-lo, 0) // a split past kv_len is empty
 		sc := scores[:n]
@@ -144,7 +142,7 @@ func scoresF16Go(k []uint16, q []float32, scale float32, out []float32) float32 
 	hd := len(q)
 	m := float32(math.Inf(-1))
 	for j := range out {
-		s := scale * dotF16Go(k[j*hd:j*hd+hd], q)
+		s := scale * dotF16(k[j*hd:j*hd+hd], q) // bit-identical on every path
 		out[j] = s
 		m = max(m, s)
 	}
