@@ -19,6 +19,11 @@ type task interface {
 // below that the split would cost what it saves. ADR 0008 has the figures.
 const parallelMinBytes = 64 << 10
 
+// Spinners yield their P now and then (a worker every 1024 polls, the
+// caller every 256): otherwise a goroutine that lost its P (the caller, a GC worker) waits for sysmon's 10 ms
+// preemption. Spinning without yields measured slower on 16 threads
+// (BenchmarkPoolWake 95 µs against 55 µs).
+
 // spinLimit is how many polls of the generation counter a worker makes
 // before it parks on its channel: tens of microseconds, longer than the
 // serial gap between two commands of a decode step, so during a chain the
@@ -43,14 +48,9 @@ type pool struct {
 	sleep   []atomic.Bool   // worker w announced it is parking
 	wake    []chan struct{} // a token per wake-up of a parked worker
 	closed  atomic.Bool
-	// yield: spinners yield their P now and then, or a goroutine that
-	// lost its P (the caller, a GC worker) waits for sysmon's 10 ms
-	// preemption. Spinning without it measured slower on 16 threads
-	// (BenchmarkPoolWake 95 µs against 55 µs), so it is always on.
-	yield bool
-	t     task
-	n     int
-	grain int
+	t       task
+	n       int
+	grain   int
 
 	_ [64]byte
 	// state is the generation (high 32 bits) and how many workers take
@@ -71,7 +71,6 @@ func newPool(threads int) *pool {
 		threads = runtime.NumCPU()
 	}
 	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads)}
-	p.yield = true
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w, uint32(p.state.Load()>>32))
@@ -87,7 +86,7 @@ func (p *pool) worker(w int, seen uint32) {
 		for spins := 0; uint32(st>>32) == seen; spins++ {
 			if spins < spinLimit {
 				pause()
-				if p.yield && spins&1023 == 1023 {
+				if spins&1023 == 1023 {
 					runtime.Gosched()
 				}
 				st = p.state.Load()
@@ -151,7 +150,7 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 	p.work(0)
 	for spins := 0; p.pending.Load() != 0; spins++ {
 		pause()
-		if p.yield && spins&255 == 255 {
+		if spins&255 == 255 {
 			runtime.Gosched()
 		}
 	}
