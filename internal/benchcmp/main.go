@@ -33,17 +33,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: benchcmp [flags] model.gguf")
 		os.Exit(2)
 	}
-	profile = *cpuprofile
-	if err := run(flag.Arg(0), *chip, *threads, *pp, *tg, *reps, *bar); err != nil {
+	if err := run(flag.Arg(0), *chip, *threads, *pp, *tg, *reps, *bar, *cpuprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "benchcmp:", err)
 		os.Exit(1)
 	}
 }
 
-// profile is -cpuprofile: where akunu's runs are profiled, if anywhere.
-var profile string
-
-func run(model, chip string, threads, pp, tg, reps int, bar float64) error {
+// run compares the two engines on model; profile, if set, is where akunu's
+// runs are CPU-profiled.
+func run(model, chip string, threads, pp, tg, reps int, bar float64, profile string) error {
 	if chip == "" {
 		chip = fmt.Sprintf("cpu-avx2:%d", threads)
 	}
