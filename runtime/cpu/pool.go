@@ -20,13 +20,14 @@ type task interface {
 const parallelMinBytes = 64 << 10
 
 // Spinners yield their P now and then (a worker every 1024 polls, the
-// caller every 256): otherwise a goroutine that lost its P (the caller, a GC worker) waits for sysmon's 10 ms
-// preemption. Spinning without yields measured slower on 16 threads
-// (BenchmarkPoolWake 95 µs against 55 µs).
+// caller every 256): otherwise a goroutine that lost its P (the caller, a
+// GC worker) waits for sysmon's 10 ms preemption. Spinning without yields
+// measured slower on 16 threads (BenchmarkPoolWake 95 µs against 55 µs).
 
 // spinLimit is how many polls of the generation counter a worker makes
-// before it parks on its channel: tens of microseconds, longer than the
-// serial gap between two commands of a decode step, so during a chain the
+// before it parks on its channel. With a PAUSE per poll (tens to ~140
+// cycles, by CPU) that is about 0.2–1.5 ms: longer than the serial gap
+// between two commands of a decode step, so during a chain the
 // workers never park (ggml's thread pool spins the same way).
 const spinLimit = 1 << 15
 
