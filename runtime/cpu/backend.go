@@ -69,10 +69,11 @@ type scratch struct {
 }
 
 type workerScratch struct {
-	f   []float32  // per worker: a dequantized row, attention scores, a RoPE table
-	acc []float32  // per worker: an output accumulator
-	v4  [4]float32 // per worker: four rows' dot products (gemv)
-	_   [64]byte   // 128 bytes in all: no line shared with the next worker
+	f   []float32   // per worker: a dequantized row, attention scores, a RoPE table
+	acc []float32   // per worker: an output accumulator
+	v4  [4]float32  // per worker: four rows' dot products (gemv)
+	v16 [16]float32 // and a 4×4 tile's (gemm)
+	_   [64]byte    // 192 bytes in all: no line shared with the next worker
 }
 
 func grow(s []float32, n int) []float32 {

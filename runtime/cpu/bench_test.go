@@ -52,6 +52,37 @@ func BenchmarkGEMV_q4_k(b *testing.B) { benchGEMV(b, dtype.Q4_K) }
 func BenchmarkGEMV_q5_k(b *testing.B) { benchGEMV(b, dtype.Q5_K) }
 func BenchmarkGEMV_q6_k(b *testing.B) { benchGEMV(b, dtype.Q6_K) }
 
+// BenchmarkGEMM_<dtype> times simd_gemm_<dtype>_f32 (a CPU plan's prefill
+// GEMM, activation quantization included) for 64 rows of X against
+// 1024×3072 weights, on one thread and on all of them. b.SetBytes is the
+// weight's bytes, as for the GEMV; the GEMM is compute-bound, so read
+// MB/s as 64 rows' worth of weights per op.
+func benchGEMM(b *testing.B, dt dtype.Type) {
+	const m, n, k = 64, 1024, 3072
+	for _, threads := range []int{1, runtime.NumCPU()} {
+		b.Run(fmt.Sprintf("m%d_%dx%d/t%d", m, n, k, threads), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 1))
+			row, _ := weights(b, r, dt, 1, k)
+			w := Alloc(n * len(row))
+			for i := range n {
+				copy(w[i*len(row):], row)
+			}
+			h := newHarness(b, threads)
+			x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+			e := h.bind(kernels.GEMMName(dt, false, dtype.F32), kernels.GEMMParams{M: m, N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
+			b.SetBytes(int64(len(w)))
+			b.ResetTimer()
+			for range b.N {
+				e.Run()
+			}
+		})
+	}
+}
+
+func BenchmarkGEMM_q4_0(b *testing.B) { benchGEMM(b, dtype.Q4_0) }
+func BenchmarkGEMM_q8_0(b *testing.B) { benchGEMM(b, dtype.Q8_0) }
+func BenchmarkGEMM_f16(b *testing.B)  { benchGEMM(b, dtype.F16) }
+
 // BenchmarkPoolWake is the cost of waking the workers for a split that
 // does nothing: what the parallelMinBytes threshold weighs against.
 func BenchmarkPoolWake(b *testing.B) {

@@ -3,6 +3,7 @@
 package cpu
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -38,6 +39,45 @@ func TestDotQ4_0x4AVX2StaysExact(t *testing.T) {
 			for j := range vnni {
 				if d := vnni[j] - got[j]; d > 1e-4 || d < -1e-4 {
 					t.Errorf("k=%d row %d: VNNI %g, AVX2 %g", k, j, vnni[j], got[j])
+				}
+			}
+		}
+	}
+}
+
+// The prefill GEMM's 4×4 tile is four calls of the four-row dot it stands
+// for, bit for bit: at odd block counts (the AVX2 last block), at a single
+// block, and at an activation row offset (the strides).
+func TestDotQ4_0x4x4IsTheFourRowDot(t *testing.T) {
+	q44 := weightTypeOf(dtype.Q4_0).q44
+	if q44 == nil {
+		t.Skip("no 4×4 Q4_0 tile on this CPU")
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	wt := weightTypeOf(dtype.Q4_0)
+	for _, k := range []int{32, 64, 96, 1024, 4096 + 32} {
+		const m = 9
+		x := randFloats(r, m*k, 1)
+		for i := range k { // rows of very different scales
+			x[2*k+i] *= 1e-6
+			x[5*k+i] *= 1e4
+		}
+		q := &q8act{}
+		q.need(m * k)
+		q.quantize(wt.aq, x, m, k)
+		rb := wt.rowBytes(k)
+		w, _ := weights(t, r, dtype.Q4_0, 4, k)
+		for _, i0 := range []int{0, 4, 5} {
+			var tile [16]float32
+			q44(w, rb, q, i0, k, &tile)
+			for j := range 4 {
+				var want [4]float32
+				qs, d, s := q.row(wt.aq, i0+j, k)
+				wt.q4(w, rb, qs, d, s, &want)
+				for c := range want {
+					if got := tile[4*j+c]; math.Float32bits(got) != math.Float32bits(want[c]) {
+						t.Errorf("k=%d activation row %d, weight row %d: tile %g, four-row dot %g", k, i0+j, c, got, want[c])
+					}
 				}
 			}
 		}

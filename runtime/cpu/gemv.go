@@ -218,18 +218,28 @@ func (g *gemm) do(w, i0, i1 int) {
 	r := i0
 	if q4 := g.wt.q4; q4 != nil && g.q != nil {
 		// Four weight rows per pass against each row of X, as the GEMV.
-		v := &g.e.b.scratch.workers[w].v4
+		// Where the CPU has the 4×4 tile, four rows of X at a time share
+		// each pass's unpacking of the weights.
+		ws := &g.e.b.scratch.workers[w]
+		v, v16, q44 := &ws.v4, &ws.v16, g.wt.q44
 		for ; r+4 <= i1; r += 4 {
 			wq := g.w[r*rb : r*rb+4*rb]
-			for i := range m {
+			i := 0
+			if q44 != nil {
+				for ; i+4 <= m; i += 4 {
+					q44(wq, rb, g.q, i, k, v16)
+					for j := range 4 {
+						for c := range 4 {
+							g.setAt(i+j, r+c, ldc, v16[4*j+c])
+						}
+					}
+				}
+			}
+			for ; i < m; i++ {
 				qs, d, s := g.q.row(g.wt.aq, i, k)
 				q4(wq, rb, qs, d, s, v)
-				for j := range v {
-					var b float32
-					if g.bias {
-						b = g.bb[r+j]
-					}
-					g.act.set(g.yb, i*ldc+r+j, v[j]+b)
+				for c := range v {
+					g.setAt(i, r+c, ldc, v[c])
 				}
 			}
 		}
@@ -254,6 +264,14 @@ func (g *gemm) do(w, i0, i1 int) {
 			g.act.set(g.yb, i*ldc+r, v+b)
 		}
 	}
+}
+
+// setAt stores Y[i][c] = v (plus column c's bias).
+func (g *gemm) setAt(i, c, ldc int, v float32) {
+	if g.bias {
+		v += g.bb[c]
+	}
+	g.act.set(g.yb, i*ldc+c, v)
 }
 
 // embedding is embedding_lookup_*: out[i] = table[ids[token_slot+i]]·scale,

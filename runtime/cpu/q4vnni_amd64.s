@@ -187,3 +187,175 @@ q4vloop:
 	Q4VSUM(Z3, Y3, 12)
 	VZEROUPPER
 	RET
+
+// func dotQ4_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
+//
+// The prefill GEMM's tile: the four Q4_0 rows of dotQ4_0x4VNNI against
+// four activation rows (qstride bytes of qs and dstride bytes of d apart)
+// at once, so that each step unpacks the weights' nibbles and widens their
+// scales once for four activations instead of once each. out[4j+r] is
+// weight row r against activation row j. Every lane is computed as
+// dotQ4_0x4VNNI computes it (the same −8·Σa start, the same f16(d_w)·d_a
+// products, the same reduction), so each of the sixteen results is that
+// kernel's, bit for bit. nb is even and at least 2.
+//
+// Registers: Z16–Z31 the sixteen accumulators (4j+r), Z0–Z3 the weight
+// rows' nibbles, Z4–Z7 the rows' scale-spreading indices, Z8 the
+// activation, Z9 its −8·Σa, Z10 the eight scales times the activation's,
+// Z11 the weights' eight scales, Z12–Z13 temporaries, Z14 the 0x0F mask,
+// Z15 the 0x08 bytes.
+TEXT ·dotQ4_0x4x4VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R8
+	MOVQ stride+8(FP), AX
+	MOVQ qs+16(FP), DI
+	MOVQ qstride+24(FP), R12
+	MOVQ d+32(FP), DX
+	MOVQ dstride+40(FP), BX
+	MOVQ nb+48(FP), CX
+	SHRQ $1, CX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (DI)(R12*2), R13
+	ADDQ R12, R13          // activation row 3
+	LEAQ (DX)(BX*2), SI
+	ADDQ BX, SI            // its scales
+	VPXORD Z16, Z16, Z16
+	VMOVDQA64 Z16, Z17
+	VMOVDQA64 Z16, Z18
+	VMOVDQA64 Z16, Z19
+	VMOVDQA64 Z16, Z20
+	VMOVDQA64 Z16, Z21
+	VMOVDQA64 Z16, Z22
+	VMOVDQA64 Z16, Z23
+	VMOVDQA64 Z16, Z24
+	VMOVDQA64 Z16, Z25
+	VMOVDQA64 Z16, Z26
+	VMOVDQA64 Z16, Z27
+	VMOVDQA64 Z16, Z28
+	VMOVDQA64 Z16, Z29
+	VMOVDQA64 Z16, Z30
+	VMOVDQA64 Z16, Z31
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z14
+	MOVL $0x08080808, AX
+	VPBROADCASTD AX, Z15
+	VMOVDQU32 q4vidx<>+0(SB), Z4
+	VMOVDQU32 q4vidx<>+64(SB), Z5
+	VMOVDQU32 q4vidx<>+128(SB), Z6
+	VMOVDQU32 q4vidx<>+192(SB), Z7
+
+q44loop:
+	// The weights' eight scales, rows 0..3 × blocks b, b+1.
+	MOVWLZX (R8), AX
+	VMOVD   AX, X11
+	VPINSRW $1, 18(R8), X11, X11
+	VPINSRW $2, (R9), X11, X11
+	VPINSRW $3, 18(R9), X11, X11
+	VPINSRW $4, (R10), X11, X11
+	VPINSRW $5, 18(R10), X11, X11
+	VPINSRW $6, (R11), X11, X11
+	VPINSRW $7, 18(R11), X11, X11
+	VCVTPH2PS X11, Y11
+
+// Q44W unpacks row ptr's two blocks of nibbles into zw, in the lane order
+// of Q4V.
+#define Q44W(ptr, zw, yw, xw) \
+	PREFETCHT0 PFD(ptr); \
+	VMOVDQU 2(ptr), xw; \
+	VINSERTI128 $1, 20(ptr), yw, yw; \
+	VPSRLW $4, yw, Y12; \
+	VINSERTI64X4 $1, Y12, zw, zw; \
+	VPANDD Z14, zw, zw
+
+	Q44W(R8, Z0, Y0, X0)
+	Q44W(R9, Z1, Y1, X1)
+	Q44W(R10, Z2, Y2, X2)
+	Q44W(R11, Z3, Y3, X3)
+
+// Q44A readies activation row j (its bytes at qp, its two scales at dp):
+// lanes reordered into Z8, −8·Σa into Z9, the scales times the weights'
+// into Y10.
+#define Q44A(qp, dp) \
+	VMOVDQU64 qp, Z8; \
+	VSHUFI64X2 $0xD8, Z8, Z8, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPDPBUSD Z8, Z15, Z9; \
+	VPXORD Z12, Z12, Z12; \
+	VPSUBD Z9, Z12, Z9; \
+	VBROADCASTSD dp, Y10; \
+	VMULPS Y10, Y11, Y10
+
+// Q44P adds weight row zw (scale indices idx) against the ready
+// activation into acc: Q4V's lane arithmetic.
+#define Q44P(zw, idx, acc) \
+	VMOVDQA32 Z9, Z12; \
+	VPDPBUSD Z8, zw, Z12; \
+	VCVTDQ2PS Z12, Z12; \
+	VPERMPS Z10, idx, Z13; \
+	VFMADD231PS Z13, Z12, acc
+
+	Q44A((DI), (DX))
+	Q44P(Z0, Z4, Z16)
+	Q44P(Z1, Z5, Z17)
+	Q44P(Z2, Z6, Z18)
+	Q44P(Z3, Z7, Z19)
+	Q44A((DI)(R12*1), (DX)(BX*1))
+	Q44P(Z0, Z4, Z20)
+	Q44P(Z1, Z5, Z21)
+	Q44P(Z2, Z6, Z22)
+	Q44P(Z3, Z7, Z23)
+	Q44A((DI)(R12*2), (DX)(BX*2))
+	Q44P(Z0, Z4, Z24)
+	Q44P(Z1, Z5, Z25)
+	Q44P(Z2, Z6, Z26)
+	Q44P(Z3, Z7, Z27)
+	Q44A((R13), (SI))
+	Q44P(Z0, Z4, Z28)
+	Q44P(Z1, Z5, Z29)
+	Q44P(Z2, Z6, Z30)
+	Q44P(Z3, Z7, Z31)
+
+	ADDQ $36, R8
+	ADDQ $36, R9
+	ADDQ $36, R10
+	ADDQ $36, R11
+	ADDQ $64, DI
+	ADDQ $64, R13
+	ADDQ $8, DX
+	ADDQ $8, SI
+	DECQ CX
+	JNZ  q44loop
+
+	MOVQ out+56(FP), R9
+
+// Q44SUM is Q4VSUM for the high registers (acc's low half is yacc).
+#define Q44SUM(acc, yacc, off) \
+	VEXTRACTF64X4 $1, acc, Y5; \
+	VADDPS Y5, yacc, Y5; \
+	VEXTRACTF128 $1, Y5, X6; \
+	VADDPS X6, X5, X5; \
+	VMOVHLPS X5, X5, X6; \
+	VADDPS X6, X5, X5; \
+	VMOVSHDUP X5, X6; \
+	VADDSS X6, X5, X5; \
+	MOVSS X5, off(R9)
+
+	Q44SUM(Z16, Y16, 0)
+	Q44SUM(Z17, Y17, 4)
+	Q44SUM(Z18, Y18, 8)
+	Q44SUM(Z19, Y19, 12)
+	Q44SUM(Z20, Y20, 16)
+	Q44SUM(Z21, Y21, 20)
+	Q44SUM(Z22, Y22, 24)
+	Q44SUM(Z23, Y23, 28)
+	Q44SUM(Z24, Y24, 32)
+	Q44SUM(Z25, Y25, 36)
+	Q44SUM(Z26, Y26, 40)
+	Q44SUM(Z27, Y27, 44)
+	Q44SUM(Z28, Y28, 48)
+	Q44SUM(Z29, Y29, 52)
+	Q44SUM(Z30, Y30, 56)
+	Q44SUM(Z31, Y31, 60)
+	VZEROUPPER
+	RET

@@ -21,6 +21,12 @@ type weightType struct {
 	// bit-identical to q's or f's; nil elsewhere.
 	q4 func(w []byte, rb int, qs []int8, d, s []float32, out *[4]float32)
 	f4 func(w []byte, rb int, x []float32, out *[4]float32)
+
+	// q44, where an assembly tile exists (q4vnni_amd64.go), is q4 for four
+	// activation rows i..i+3 of q at once (the prefill GEMM's tile):
+	// out[4j+r] is weight row r against activation row i+j, bit-identical
+	// to q4's; nil elsewhere.
+	q44 func(w []byte, rb int, q *q8act, i, k int, out *[16]float32)
 }
 
 func (t *weightType) rowBytes(k int) int { return k / t.bs * t.bb }
