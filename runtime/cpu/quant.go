@@ -98,10 +98,15 @@ func (q *q8act) quantize(a actQuant, x []float32, m, k int) {
 	}
 }
 
-// quantizeQ8_0 is ggml-cpu's x86 quantize_row_q8_0 (and, with s, q8_1):
+// quantizeQ8_0 is the dispatched Q8_0/Q8_1 quantizer: quantizeQ8_0Go
+// unless an assembly twin, bit-identical to it, replaced it at init
+// (quant_amd64.go).
+var quantizeQ8_0 = quantizeQ8_0Go
+
+// quantizeQ8_0Go is ggml-cpu's x86 quantize_row_q8_0 (and, with s, q8_1):
 // d = amax/127 stored as f16, q = rne(x·127/amax). s, when not empty,
 // gets f16(d·Σq) with d before its f16 rounding, as ggml computes it.
-func quantizeQ8_0(x []float32, qs []int8, d, s []float32) {
+func quantizeQ8_0Go(x []float32, qs []int8, d, s []float32) {
 	for b := range len(x) / qk {
 		xb := x[b*qk : b*qk+qk]
 		var amax float32
@@ -116,7 +121,10 @@ func quantizeQ8_0(x []float32, qs []int8, d, s []float32) {
 		q := qs[b*qk : b*qk+qk]
 		var sum int32
 		for j, v := range xb {
-			r := int8(int32((v*id + roundMagic) - roundMagic))
+			// float32() rounds the product before the add, as ggml's
+			// _mm256_mul_ps does: without it GOAMD64=v3 fuses the two
+			// into one FMA and rounds ties differently.
+			r := int8(int32((float32(v*id) + roundMagic) - roundMagic))
 			q[j] = r
 			sum += int32(r)
 		}
