@@ -146,6 +146,7 @@ type gemm struct {
 	act  act
 	bias bool
 	maxM int
+	in   gemmIn
 
 	e  *Exec
 	w  []byte
@@ -189,24 +190,39 @@ func (g *gemm) run(e *Exec) {
 		panic(fmt.Sprintf("cpu: %s: batch %d above the %d rows bound", e.Label, m, g.maxM))
 	}
 	s := &e.b.scratch
-	lda := int(g.p.LDA)
-	x := s.f[:m*k]
-	xb := e.buf(1)
-	for i := range m {
-		g.act.load(x[i*k:i*k+k], xb, i*lda, k)
-	}
-	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(2), g.wt.rowBytes(k)
+	g.e, g.x, g.w, g.yb, g.rb = e, s.f[:m*k], e.buf(0), e.buf(2), g.wt.rowBytes(k)
 	if g.bias {
 		g.bb = f32s(e.buf(3))
 	}
 	g.q = nil
 	if g.wt.q != nil {
-		s.q8.quantize(g.wt.aq, x, m, k)
 		g.q = &s.q8
-	} else {
-		g.wt.roundAct(x)
 	}
+	// X's rows are widened and quantized (or rounded) across the pool
+	// first: serial, they kept the workers spinning for an eighth of a
+	// prefill.
+	g.in.g = g
+	e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
 	e.b.pool.run(g, n, (e.b.pool.split(n, 1)+3)&^3, g.rb*max(m, 1))
+}
+
+// gemmIn prepares rows [i0, i1) of the GEMM's X: widened to float32, then
+// quantized for quantized weights or rounded for half ones.
+type gemmIn struct{ g *gemm }
+
+func (t *gemmIn) do(_, i0, i1 int) {
+	g := t.g
+	k, lda := int(g.p.K), int(g.p.LDA)
+	xb := g.e.buf(1)
+	for i := i0; i < i1; i++ {
+		x := g.x[i*k : i*k+k]
+		g.act.load(x, xb, i*lda, k)
+		if g.q != nil {
+			g.q.quantizeRow(g.wt.aq, x, i, k)
+		} else {
+			g.wt.roundAct(x)
+		}
+	}
 }
 
 func (g *gemm) do(w, i0, i1 int) {

@@ -87,14 +87,18 @@ func (q *q8act) row(a actQuant, i, k int) (qs []int8, d, s []float32) {
 // quantize quantizes the rows of x (m rows of k) to a.
 func (q *q8act) quantize(a actQuant, x []float32, m, k int) {
 	for i := range m {
-		qs, d, s := q.row(a, i, k)
-		xr := x[i*k : i*k+k]
-		switch a {
-		case aqQ8_0, aqQ8_1:
-			quantizeQ8_0(xr, qs, d, s)
-		case aqQ8_K:
-			quantizeQ8_K(xr, qs, d, s)
-		}
+		q.quantizeRow(a, x[i*k:i*k+k], i, k)
+	}
+}
+
+// quantizeRow quantizes x (k elements) into row i.
+func (q *q8act) quantizeRow(a actQuant, x []float32, i, k int) {
+	qs, d, s := q.row(a, i, k)
+	switch a {
+	case aqQ8_0, aqQ8_1:
+		quantizeQ8_0(x, qs, d, s)
+	case aqQ8_K:
+		quantizeQ8_K(x, qs, d, s)
 	}
 }
 
@@ -157,7 +161,7 @@ func quantizeQ8_K(x []float32, qs []int8, d, bsums []float32) {
 		}
 		iscale := -127 / mx
 		for j, v := range xb {
-			q[j] = int8(min(127, int32((iscale*v+roundMagic)-roundMagic)))
+			q[j] = int8(min(127, int32((float32(iscale*v)+roundMagic)-roundMagic)))
 		}
 		for j := range 16 {
 			var sum int32
