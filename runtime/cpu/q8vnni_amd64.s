@@ -1,0 +1,238 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The prefill GEMM's 4×4 tile for Q8_0 weights in AVX-512 VNNI: four
+// weight rows against four Q8_0 activation rows, two blocks per step in
+// 512-bit registers (lanes 0–7 block b, 8–15 block b+1, the order both
+// rows' bytes already have). VPDPBUSD multiplies unsigned by signed bytes,
+// so the signed weights go in with their sign bit flipped (w+128, 0..255)
+// and every int32 lane starts at −128·Σa of its four activation bytes
+// (one VPDPBUSD of 0x80 bytes per activation row and step): a lane ends as
+// Σw·a over its four elements, exactly. Each lane is then scaled by its
+// block's f16(d_w)·d_a and fused into the pair's float accumulator, so the
+// results agree with dotQ8_0's lanes to float32 rounding, not bit for bit
+// (TestDotQ8_0x4x4MatchesPortable).
+
+// q8vidx: for weight row r, the VPERMPS indices that spread the row's two
+// scales (entries 2r and 2r+1 of the eight) over its lanes.
+DATA q8vidx<>+0(SB)/4, $0
+DATA q8vidx<>+4(SB)/4, $0
+DATA q8vidx<>+8(SB)/4, $0
+DATA q8vidx<>+12(SB)/4, $0
+DATA q8vidx<>+16(SB)/4, $0
+DATA q8vidx<>+20(SB)/4, $0
+DATA q8vidx<>+24(SB)/4, $0
+DATA q8vidx<>+28(SB)/4, $0
+DATA q8vidx<>+32(SB)/4, $1
+DATA q8vidx<>+36(SB)/4, $1
+DATA q8vidx<>+40(SB)/4, $1
+DATA q8vidx<>+44(SB)/4, $1
+DATA q8vidx<>+48(SB)/4, $1
+DATA q8vidx<>+52(SB)/4, $1
+DATA q8vidx<>+56(SB)/4, $1
+DATA q8vidx<>+60(SB)/4, $1
+DATA q8vidx<>+64(SB)/4, $2
+DATA q8vidx<>+68(SB)/4, $2
+DATA q8vidx<>+72(SB)/4, $2
+DATA q8vidx<>+76(SB)/4, $2
+DATA q8vidx<>+80(SB)/4, $2
+DATA q8vidx<>+84(SB)/4, $2
+DATA q8vidx<>+88(SB)/4, $2
+DATA q8vidx<>+92(SB)/4, $2
+DATA q8vidx<>+96(SB)/4, $3
+DATA q8vidx<>+100(SB)/4, $3
+DATA q8vidx<>+104(SB)/4, $3
+DATA q8vidx<>+108(SB)/4, $3
+DATA q8vidx<>+112(SB)/4, $3
+DATA q8vidx<>+116(SB)/4, $3
+DATA q8vidx<>+120(SB)/4, $3
+DATA q8vidx<>+124(SB)/4, $3
+DATA q8vidx<>+128(SB)/4, $4
+DATA q8vidx<>+132(SB)/4, $4
+DATA q8vidx<>+136(SB)/4, $4
+DATA q8vidx<>+140(SB)/4, $4
+DATA q8vidx<>+144(SB)/4, $4
+DATA q8vidx<>+148(SB)/4, $4
+DATA q8vidx<>+152(SB)/4, $4
+DATA q8vidx<>+156(SB)/4, $4
+DATA q8vidx<>+160(SB)/4, $5
+DATA q8vidx<>+164(SB)/4, $5
+DATA q8vidx<>+168(SB)/4, $5
+DATA q8vidx<>+172(SB)/4, $5
+DATA q8vidx<>+176(SB)/4, $5
+DATA q8vidx<>+180(SB)/4, $5
+DATA q8vidx<>+184(SB)/4, $5
+DATA q8vidx<>+188(SB)/4, $5
+DATA q8vidx<>+192(SB)/4, $6
+DATA q8vidx<>+196(SB)/4, $6
+DATA q8vidx<>+200(SB)/4, $6
+DATA q8vidx<>+204(SB)/4, $6
+DATA q8vidx<>+208(SB)/4, $6
+DATA q8vidx<>+212(SB)/4, $6
+DATA q8vidx<>+216(SB)/4, $6
+DATA q8vidx<>+220(SB)/4, $6
+DATA q8vidx<>+224(SB)/4, $7
+DATA q8vidx<>+228(SB)/4, $7
+DATA q8vidx<>+232(SB)/4, $7
+DATA q8vidx<>+236(SB)/4, $7
+DATA q8vidx<>+240(SB)/4, $7
+DATA q8vidx<>+244(SB)/4, $7
+DATA q8vidx<>+248(SB)/4, $7
+DATA q8vidx<>+252(SB)/4, $7
+GLOBL q8vidx<>(SB), RODATA|NOPTR, $256
+
+#define PFD8 2048
+
+// func dotQ8_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
+//
+// out[4j+r] is weight row r against activation row j; nb is even and at
+// least 2. Registers as dotQ4_0x4x4VNNI's, with Z14 the 0x80 bytes: the
+// sign flip, and (read unsigned, 128) the multiplier of −128·Σa.
+TEXT ·dotQ8_0x4x4VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), R8
+	MOVQ stride+8(FP), AX
+	MOVQ qs+16(FP), DI
+	MOVQ qstride+24(FP), R12
+	MOVQ d+32(FP), DX
+	MOVQ dstride+40(FP), BX
+	MOVQ nb+48(FP), CX
+	SHRQ $1, CX
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	LEAQ (R10)(AX*1), R11
+	LEAQ (DI)(R12*2), R13
+	ADDQ R12, R13          // activation row 3
+	LEAQ (DX)(BX*2), SI
+	ADDQ BX, SI            // its scales
+	VPXORD Z16, Z16, Z16
+	VMOVDQA64 Z16, Z17
+	VMOVDQA64 Z16, Z18
+	VMOVDQA64 Z16, Z19
+	VMOVDQA64 Z16, Z20
+	VMOVDQA64 Z16, Z21
+	VMOVDQA64 Z16, Z22
+	VMOVDQA64 Z16, Z23
+	VMOVDQA64 Z16, Z24
+	VMOVDQA64 Z16, Z25
+	VMOVDQA64 Z16, Z26
+	VMOVDQA64 Z16, Z27
+	VMOVDQA64 Z16, Z28
+	VMOVDQA64 Z16, Z29
+	VMOVDQA64 Z16, Z30
+	VMOVDQA64 Z16, Z31
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z14
+	VMOVDQU32 q8vidx<>+0(SB), Z4
+	VMOVDQU32 q8vidx<>+64(SB), Z5
+	VMOVDQU32 q8vidx<>+128(SB), Z6
+	VMOVDQU32 q8vidx<>+192(SB), Z7
+
+q84loop:
+	// The weights' eight scales, rows 0..3 × blocks b, b+1.
+	MOVWLZX (R8), AX
+	VMOVD   AX, X11
+	VPINSRW $1, 34(R8), X11, X11
+	VPINSRW $2, (R9), X11, X11
+	VPINSRW $3, 34(R9), X11, X11
+	VPINSRW $4, (R10), X11, X11
+	VPINSRW $5, 34(R10), X11, X11
+	VPINSRW $6, (R11), X11, X11
+	VPINSRW $7, 34(R11), X11, X11
+	VCVTPH2PS X11, Y11
+
+// Q84W loads row ptr's two blocks of bytes into zw, sign bits flipped.
+#define Q84W(ptr, zw, yw) \
+	PREFETCHT0 PFD8(ptr); \
+	VMOVDQU 2(ptr), yw; \
+	VINSERTI64X4 $1, 36(ptr), zw, zw; \
+	VPXORD Z14, zw, zw
+
+	Q84W(R8, Z0, Y0)
+	Q84W(R9, Z1, Y1)
+	Q84W(R10, Z2, Y2)
+	Q84W(R11, Z3, Y3)
+
+// Q84A readies activation row j (its bytes at qp, its two scales at dp):
+// the bytes in Z8, −128·Σa in Z9, the scales times the weights' in Y10.
+#define Q84A(qp, dp) \
+	VMOVDQU64 qp, Z8; \
+	VPXORD Z9, Z9, Z9; \
+	VPDPBUSD Z8, Z14, Z9; \
+	VPXORD Z12, Z12, Z12; \
+	VPSUBD Z9, Z12, Z9; \
+	VBROADCASTSD dp, Y10; \
+	VMULPS Y10, Y11, Y10
+
+// Q84P adds weight row zw (scale indices idx) against the ready
+// activation into acc.
+#define Q84P(zw, idx, acc) \
+	VMOVDQA32 Z9, Z12; \
+	VPDPBUSD Z8, zw, Z12; \
+	VCVTDQ2PS Z12, Z12; \
+	VPERMPS Z10, idx, Z13; \
+	VFMADD231PS Z13, Z12, acc
+
+	Q84A((DI), (DX))
+	Q84P(Z0, Z4, Z16)
+	Q84P(Z1, Z5, Z17)
+	Q84P(Z2, Z6, Z18)
+	Q84P(Z3, Z7, Z19)
+	Q84A((DI)(R12*1), (DX)(BX*1))
+	Q84P(Z0, Z4, Z20)
+	Q84P(Z1, Z5, Z21)
+	Q84P(Z2, Z6, Z22)
+	Q84P(Z3, Z7, Z23)
+	Q84A((DI)(R12*2), (DX)(BX*2))
+	Q84P(Z0, Z4, Z24)
+	Q84P(Z1, Z5, Z25)
+	Q84P(Z2, Z6, Z26)
+	Q84P(Z3, Z7, Z27)
+	Q84A((R13), (SI))
+	Q84P(Z0, Z4, Z28)
+	Q84P(Z1, Z5, Z29)
+	Q84P(Z2, Z6, Z30)
+	Q84P(Z3, Z7, Z31)
+
+	ADDQ $68, R8
+	ADDQ $68, R9
+	ADDQ $68, R10
+	ADDQ $68, R11
+	ADDQ $64, DI
+	ADDQ $64, R13
+	ADDQ $8, DX
+	ADDQ $8, SI
+	DECQ CX
+	JNZ  q84loop
+
+	MOVQ out+56(FP), R9
+
+#define Q84SUM(acc, yacc, off) \
+	VEXTRACTF64X4 $1, acc, Y5; \
+	VADDPS Y5, yacc, Y5; \
+	VEXTRACTF128 $1, Y5, X6; \
+	VADDPS X6, X5, X5; \
+	VMOVHLPS X5, X5, X6; \
+	VADDPS X6, X5, X5; \
+	VMOVSHDUP X5, X6; \
+	VADDSS X6, X5, X5; \
+	MOVSS X5, off(R9)
+
+	Q84SUM(Z16, Y16, 0)
+	Q84SUM(Z17, Y17, 4)
+	Q84SUM(Z18, Y18, 8)
+	Q84SUM(Z19, Y19, 12)
+	Q84SUM(Z20, Y20, 16)
+	Q84SUM(Z21, Y21, 20)
+	Q84SUM(Z22, Y22, 24)
+	Q84SUM(Z23, Y23, 28)
+	Q84SUM(Z24, Y24, 32)
+	Q84SUM(Z25, Y25, 36)
+	Q84SUM(Z26, Y26, 40)
+	Q84SUM(Z27, Y27, 44)
+	Q84SUM(Z28, Y28, 48)
+	Q84SUM(Z29, Y29, 52)
+	Q84SUM(Z30, Y30, 56)
+	Q84SUM(Z31, Y31, 60)
+	VZEROUPPER
+	RET
