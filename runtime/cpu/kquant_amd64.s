@@ -19,22 +19,11 @@
 // CVTTSS2SL, 0x80000000 for NaN and out of range) so that even bsums that
 // are not the exact integers quantizeQ8_K stores give Go's answer.
 //
-// GOAMD64=v3 and up let the Go compiler fuse acc += x·y into one FMA (the
-// rule ADDSS (MULSS x y) z in cmd/compile's AMD64.rules), and it does so in
-// dotQ4_KGo; the accumulation here fuses under the same settings.
+// The products are rounded before they are added (quant.go's explicit
+// float32 conversions keep the Go compiler from fusing them at any
+// GOAMD64 level or on arm64).
 
-#ifdef GOAMD64_v3
-#define KFUSED
-#endif
-#ifdef GOAMD64_v4
-#define KFUSED
-#endif
-
-#ifdef KFUSED
-#define KACC(x, y, acc) VFMADD231PS x, y, acc
-#else
 #define KACC(x, y, acc) VMULPS x, y, y; VADDPS y, acc, acc
-#endif
 
 // kscale<>+32j: a VPSHUFB control that spreads byte j of each 128-bit lane
 // into every 16-bit word, zero-extended (0x80 zeroes the high byte).

@@ -319,6 +319,9 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 // sc_j·Σ q·a over the sub-blocks and, for Q4_K/Q5_K, one of m_j·bsums;
 // ggml scales them by d_a·f16(d) and d_a·f16(dmin) in float32 and
 // accumulates the two apart (value = d·sc·q − dmin·m, docs/formats.md#q4_k).
+// Each product is rounded before it is added (the outer float32): without
+// it the compiler may fuse the two (arm64, GOAMD64=v3), and the assembly
+// twins could not match at every build setting.
 func dotQ4_KGo(w []byte, qs []int8, d, bs []float32) float32 {
 	var acc, accm float32
 	for sb := range d {
@@ -337,8 +340,8 @@ func dotQ4_KGo(w []byte, qs []int8, d, bs []float32) float32 {
 			sumi += int32(sc) * sum
 			summ += int32(m) * int32(bs[sb*16+2*j]+bs[sb*16+2*j+1])
 		}
-		acc += float32(d[sb]*f16le(blk, 0)) * float32(sumi)
-		accm += float32(d[sb]*f16le(blk, 2)) * float32(summ)
+		acc += float32(float32(d[sb]*f16le(blk, 0)) * float32(sumi))
+		accm += float32(float32(d[sb]*f16le(blk, 2)) * float32(summ))
 	}
 	return acc - accm
 }
@@ -361,8 +364,8 @@ func dotQ5_KGo(w []byte, qs []int8, d, bs []float32) float32 {
 			sumi += int32(sc) * sum
 			summ += int32(m) * int32(bs[sb*16+2*j]+bs[sb*16+2*j+1])
 		}
-		acc += float32(d[sb]*f16le(blk, 0)) * float32(sumi)
-		accm += float32(d[sb]*f16le(blk, 2)) * float32(summ)
+		acc += float32(float32(d[sb]*f16le(blk, 0)) * float32(sumi))
+		accm += float32(float32(d[sb]*f16le(blk, 2)) * float32(summ))
 	}
 	return acc - accm
 }
@@ -404,7 +407,7 @@ func dotQ6_KGo(w []byte, qs []int8, d, _ []float32) float32 {
 				sumi += s0*int32(int8(sc[2*g])) + s1*int32(int8(sc[2*g+1]))
 			}
 		}
-		acc += float32(f16le(blk, 208)*d[sb]) * float32(sumi)
+		acc += float32(float32(f16le(blk, 208)*d[sb]) * float32(sumi))
 	}
 	return acc
 }
