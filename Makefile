@@ -46,13 +46,16 @@ lint:
 	GOOS=darwin GOARCH=arm64 $(GO) build ./...
 
 # Side by side with llama.cpp (internal/benchcmp): stories260K (bar: 2x
-# llama.cpp's decode) and a Qwen3-0.6B-shaped Q4_0 model (bar: 0.5x).
+# llama.cpp's decode), a Qwen3-0.6B-shaped Q4_0 model (bar: 0.5x) and the
+# same shape in Q4_K (the common GGUF type; no bar).
 BENCH_THREADS ?= 2
 bench: llama
 	@mkdir -p testdata/tmp
 	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -bar 2 ../shared/models/stories260K.gguf
 	@test -f testdata/tmp/qwen3-0.6b-q4_0.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_0 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_0.gguf
 	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -bar 0.5 -p 64 -n 32 testdata/tmp/qwen3-0.6b-q4_0.gguf
+	@test -f testdata/tmp/qwen3-0.6b-q4_k.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_k --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_k.gguf
+	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -p 64 -n 32 testdata/tmp/qwen3-0.6b-q4_k.gguf
 
 DEMO := testdata/tmp
 demo: build
