@@ -26,6 +26,9 @@ func dotF16AVX2(w, x unsafe.Pointer, n int) float32
 func dotF32AVX2(w, x unsafe.Pointer, n int) float32
 
 //go:noescape
+func dotBF16AVX2(w, x unsafe.Pointer, n int) float32
+
+//go:noescape
 func dotQ4_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
 
 //go:noescape
@@ -43,6 +46,7 @@ func init() {
 	dotQ4_0 = dotQ4_0Asm
 	dotQ8_0 = dotQ8_0Asm
 	dotF16 = dotF16Asm
+	dotBF16 = dotBF16Asm
 	dotF32 = dotF32Asm
 	weightTypeOf(dtype.Q4_0).q4 = dotQ4_0x4Asm
 	weightTypeOf(dtype.Q8_0).q4 = dotQ8_0x4Asm
@@ -114,6 +118,16 @@ func dotF16Asm(w []uint16, x []float32) float32 {
 		s = dotF16AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
 	}
 	return s + tailF16(w[n:len(x)], x[n:])
+}
+
+func dotBF16Asm(w []uint16, x []float32) float32 {
+	n := len(x) &^ 15
+	var s float32
+	if n > 0 {
+		_ = w[n-1]
+		s = dotBF16AVX2(unsafe.Pointer(&w[0]), unsafe.Pointer(&x[0]), n)
+	}
+	return s + tailBF16(w[n:len(x)], x[n:])
 }
 
 func dotF32Asm(w []float32, x []float32) float32 {

@@ -145,6 +145,39 @@ f16done:
 	MOVSS X0, ret+24(FP)
 	RET
 
+// func dotBF16AVX2(w, x unsafe.Pointer, n int) float32
+// n is a multiple of 16. dotF16AVX2 with bf16 widening (the half is the
+// high 16 bits of its float32).
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+
+bf16loop:
+	TESTQ CX, CX
+	JZ    bf16done
+	VPMOVZXWD (SI), Y2
+	VPMOVZXWD 16(SI), Y3
+	VPSLLD  $16, Y2, Y2
+	VPSLLD  $16, Y3, Y3
+	VMULPS  (DI), Y2, Y2
+	VMULPS  32(DI), Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	ADDQ $32, SI
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP  bf16loop
+
+bf16done:
+	VADDPS Y1, Y0, Y0
+	HSUM8
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET
+
 // func dotF32AVX2(w, x unsafe.Pointer, n int) float32
 // n is a multiple of 16.
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28

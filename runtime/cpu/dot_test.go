@@ -46,6 +46,13 @@ func TestDotTwinsMatchPortable(t *testing.T) {
 			if got, want := dotF16(wh, x[:kk]), dotF16Go(wh, x[:kk]); got != want {
 				t.Errorf("f16 k=%d: %g, portable %g", kk, got, want)
 			}
+			wb := make([]uint16, kk)
+			for i, v := range wf {
+				wb[i] = uint16(math.Float32bits(v) >> 16)
+			}
+			if got, want := dotBF16(wb, x[:kk]), dotBF16Go(wb, x[:kk]); math.Float32bits(got) != math.Float32bits(want) {
+				t.Errorf("bf16 k=%d: %g, portable %g", kk, got, want)
+			}
 		}
 	}
 }

@@ -473,18 +473,23 @@ func tailF16(w []uint16, x []float32) float32 {
 func bf2f(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 func dotBF16Go(w []uint16, x []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += bf2f(w[i]) * x[i]
-		s1 += bf2f(w[i+1]) * x[i+1]
-		s2 += bf2f(w[i+2]) * x[i+2]
-		s3 += bf2f(w[i+3]) * x[i+3]
+	var acc [16]float32
+	n := len(x) &^ 15
+	w = w[:len(x)]
+	for i := 0; i < n; i += 16 {
+		for l := range 16 {
+			acc[l] += float32(bf2f(w[i+l]) * x[i+l])
+		}
 	}
-	for ; i < len(x); i++ {
-		s0 += bf2f(w[i]) * x[i]
+	return fold16(&acc) + tailBF16(w[n:], x[n:])
+}
+
+func tailBF16(w []uint16, x []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s += float32(bf2f(w[i]) * v)
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }
 
 // axpyF16 adds a·v to acc, v F16 (attention's V rows).

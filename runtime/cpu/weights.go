@@ -65,7 +65,7 @@ func weightTypeOf(dt dtype.Type) *weightType {
 var weightTypes = []weightType{
 	{dt: dtype.F32, bs: 1, bb: 4, aq: aqF32, f: func(w []byte, x []float32) float32 { return dotF32(f32s(w), x) }},
 	{dt: dtype.F16, bs: 1, bb: 2, aq: aqF16, f: func(w []byte, x []float32) float32 { return dotF16(u16s(w), x) }},
-	{dt: dtype.BF16, bs: 1, bb: 2, aq: aqBF16, f: func(w []byte, x []float32) float32 { return dotBF16Go(u16s(w), x) }},
+	{dt: dtype.BF16, bs: 1, bb: 2, aq: aqBF16, f: func(w []byte, x []float32) float32 { return dotBF16(u16s(w), x) }},
 	{dt: dtype.Q4_0, bs: 32, bb: 18, aq: aqQ8_0, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ4_0(w, qs, d, s) }},
 	{dt: dtype.Q4_1, bs: 32, bb: 20, aq: aqQ8_1, q: dotQ4_1Go},
 	{dt: dtype.Q5_0, bs: 32, bb: 22, aq: aqQ8_0, q: dotQ5_0Go},
@@ -92,6 +92,7 @@ func (t *weightType) roundAct(x []float32) {
 var (
 	dotF32  = dotF32Go
 	dotF16  = dotF16Go
+	dotBF16 = dotBF16Go
 	dotQ4_0 = dotQ4_0Go
 	dotQ8_0 = dotQ8_0Go
 	dotQ6_K = dotQ6_KGo
