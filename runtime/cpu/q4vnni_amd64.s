@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // The AVX-512 VNNI form of dotQ4_0x4AVX2 (dot_amd64.s): four Q4_0 rows
 // against one Q8_0 activation, two blocks per step in 512-bit registers,
@@ -220,22 +221,7 @@ TEXT ·dotQ4_0x4x4VNNI(SB), NOSPLIT, $0-64
 	ADDQ R12, R13          // activation row 3
 	LEAQ (DX)(BX*2), SI
 	ADDQ BX, SI            // its scales
-	VPXORD Z16, Z16, Z16
-	VMOVDQA64 Z16, Z17
-	VMOVDQA64 Z16, Z18
-	VMOVDQA64 Z16, Z19
-	VMOVDQA64 Z16, Z20
-	VMOVDQA64 Z16, Z21
-	VMOVDQA64 Z16, Z22
-	VMOVDQA64 Z16, Z23
-	VMOVDQA64 Z16, Z24
-	VMOVDQA64 Z16, Z25
-	VMOVDQA64 Z16, Z26
-	VMOVDQA64 Z16, Z27
-	VMOVDQA64 Z16, Z28
-	VMOVDQA64 Z16, Z29
-	VMOVDQA64 Z16, Z30
-	VMOVDQA64 Z16, Z31
+	TILE_ZERO
 	MOVL $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 	MOVL $0x08080808, AX
@@ -286,35 +272,14 @@ q44loop:
 	VBROADCASTSD dp, Y10; \
 	VMULPS Y10, Y11, Y10
 
-// Q44P adds weight row zw (scale indices idx) against the ready
-// activation into acc: Q4V's lane arithmetic.
-#define Q44P(zw, idx, acc) \
-	VMOVDQA32 Z9, Z12; \
-	VPDPBUSD Z8, zw, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VPERMPS Z10, idx, Z13; \
-	VFMADD231PS Z13, Z12, acc
-
 	Q44A((DI), (DX))
-	Q44P(Z0, Z4, Z16)
-	Q44P(Z1, Z5, Z17)
-	Q44P(Z2, Z6, Z18)
-	Q44P(Z3, Z7, Z19)
+	TILE_ROW(Z16, Z17, Z18, Z19)
 	Q44A((DI)(R12*1), (DX)(BX*1))
-	Q44P(Z0, Z4, Z20)
-	Q44P(Z1, Z5, Z21)
-	Q44P(Z2, Z6, Z22)
-	Q44P(Z3, Z7, Z23)
+	TILE_ROW(Z20, Z21, Z22, Z23)
 	Q44A((DI)(R12*2), (DX)(BX*2))
-	Q44P(Z0, Z4, Z24)
-	Q44P(Z1, Z5, Z25)
-	Q44P(Z2, Z6, Z26)
-	Q44P(Z3, Z7, Z27)
+	TILE_ROW(Z24, Z25, Z26, Z27)
 	Q44A((R13), (SI))
-	Q44P(Z0, Z4, Z28)
-	Q44P(Z1, Z5, Z29)
-	Q44P(Z2, Z6, Z30)
-	Q44P(Z3, Z7, Z31)
+	TILE_ROW(Z28, Z29, Z30, Z31)
 
 	ADDQ $36, R8
 	ADDQ $36, R9
@@ -329,33 +294,6 @@ q44loop:
 
 	MOVQ out+56(FP), R9
 
-// Q44SUM is Q4VSUM for the high registers (acc's low half is yacc).
-#define Q44SUM(acc, yacc, off) \
-	VEXTRACTF64X4 $1, acc, Y5; \
-	VADDPS Y5, yacc, Y5; \
-	VEXTRACTF128 $1, Y5, X6; \
-	VADDPS X6, X5, X5; \
-	VMOVHLPS X5, X5, X6; \
-	VADDPS X6, X5, X5; \
-	VMOVSHDUP X5, X6; \
-	VADDSS X6, X5, X5; \
-	MOVSS X5, off(R9)
-
-	Q44SUM(Z16, Y16, 0)
-	Q44SUM(Z17, Y17, 4)
-	Q44SUM(Z18, Y18, 8)
-	Q44SUM(Z19, Y19, 12)
-	Q44SUM(Z20, Y20, 16)
-	Q44SUM(Z21, Y21, 20)
-	Q44SUM(Z22, Y22, 24)
-	Q44SUM(Z23, Y23, 28)
-	Q44SUM(Z24, Y24, 32)
-	Q44SUM(Z25, Y25, 36)
-	Q44SUM(Z26, Y26, 40)
-	Q44SUM(Z27, Y27, 44)
-	Q44SUM(Z28, Y28, 48)
-	Q44SUM(Z29, Y29, 52)
-	Q44SUM(Z30, Y30, 56)
-	Q44SUM(Z31, Y31, 60)
+	TILE_STORE
 	VZEROUPPER
 	RET

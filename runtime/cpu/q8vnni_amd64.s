@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "tile_amd64.h"
 
 // The prefill GEMM's 4×4 tile for Q8_0 weights in AVX-512 VNNI: four
 // weight rows against four Q8_0 activation rows, two blocks per step in
@@ -105,22 +106,7 @@ TEXT ·dotQ8_0x4x4VNNI(SB), NOSPLIT, $0-64
 	ADDQ R12, R13          // activation row 3
 	LEAQ (DX)(BX*2), SI
 	ADDQ BX, SI            // its scales
-	VPXORD Z16, Z16, Z16
-	VMOVDQA64 Z16, Z17
-	VMOVDQA64 Z16, Z18
-	VMOVDQA64 Z16, Z19
-	VMOVDQA64 Z16, Z20
-	VMOVDQA64 Z16, Z21
-	VMOVDQA64 Z16, Z22
-	VMOVDQA64 Z16, Z23
-	VMOVDQA64 Z16, Z24
-	VMOVDQA64 Z16, Z25
-	VMOVDQA64 Z16, Z26
-	VMOVDQA64 Z16, Z27
-	VMOVDQA64 Z16, Z28
-	VMOVDQA64 Z16, Z29
-	VMOVDQA64 Z16, Z30
-	VMOVDQA64 Z16, Z31
+	TILE_ZERO
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z14
 	VMOVDQU32 q8vidx<>+0(SB), Z4
@@ -164,35 +150,14 @@ q84loop:
 	VBROADCASTSD dp, Y10; \
 	VMULPS Y10, Y11, Y10
 
-// Q84P adds weight row zw (scale indices idx) against the ready
-// activation into acc.
-#define Q84P(zw, idx, acc) \
-	VMOVDQA32 Z9, Z12; \
-	VPDPBUSD Z8, zw, Z12; \
-	VCVTDQ2PS Z12, Z12; \
-	VPERMPS Z10, idx, Z13; \
-	VFMADD231PS Z13, Z12, acc
-
 	Q84A((DI), (DX))
-	Q84P(Z0, Z4, Z16)
-	Q84P(Z1, Z5, Z17)
-	Q84P(Z2, Z6, Z18)
-	Q84P(Z3, Z7, Z19)
+	TILE_ROW(Z16, Z17, Z18, Z19)
 	Q84A((DI)(R12*1), (DX)(BX*1))
-	Q84P(Z0, Z4, Z20)
-	Q84P(Z1, Z5, Z21)
-	Q84P(Z2, Z6, Z22)
-	Q84P(Z3, Z7, Z23)
+	TILE_ROW(Z20, Z21, Z22, Z23)
 	Q84A((DI)(R12*2), (DX)(BX*2))
-	Q84P(Z0, Z4, Z24)
-	Q84P(Z1, Z5, Z25)
-	Q84P(Z2, Z6, Z26)
-	Q84P(Z3, Z7, Z27)
+	TILE_ROW(Z24, Z25, Z26, Z27)
 	Q84A((R13), (SI))
-	Q84P(Z0, Z4, Z28)
-	Q84P(Z1, Z5, Z29)
-	Q84P(Z2, Z6, Z30)
-	Q84P(Z3, Z7, Z31)
+	TILE_ROW(Z28, Z29, Z30, Z31)
 
 	ADDQ $68, R8
 	ADDQ $68, R9
@@ -207,32 +172,6 @@ q84loop:
 
 	MOVQ out+56(FP), R9
 
-#define Q84SUM(acc, yacc, off) \
-	VEXTRACTF64X4 $1, acc, Y5; \
-	VADDPS Y5, yacc, Y5; \
-	VEXTRACTF128 $1, Y5, X6; \
-	VADDPS X6, X5, X5; \
-	VMOVHLPS X5, X5, X6; \
-	VADDPS X6, X5, X5; \
-	VMOVSHDUP X5, X6; \
-	VADDSS X6, X5, X5; \
-	MOVSS X5, off(R9)
-
-	Q84SUM(Z16, Y16, 0)
-	Q84SUM(Z17, Y17, 4)
-	Q84SUM(Z18, Y18, 8)
-	Q84SUM(Z19, Y19, 12)
-	Q84SUM(Z20, Y20, 16)
-	Q84SUM(Z21, Y21, 20)
-	Q84SUM(Z22, Y22, 24)
-	Q84SUM(Z23, Y23, 28)
-	Q84SUM(Z24, Y24, 32)
-	Q84SUM(Z25, Y25, 36)
-	Q84SUM(Z26, Y26, 40)
-	Q84SUM(Z27, Y27, 44)
-	Q84SUM(Z28, Y28, 48)
-	Q84SUM(Z29, Y29, 52)
-	Q84SUM(Z30, Y30, 56)
-	Q84SUM(Z31, Y31, 60)
+	TILE_STORE
 	VZEROUPPER
 	RET
