@@ -82,6 +82,8 @@ func benchGEMM(b *testing.B, dt dtype.Type) {
 func BenchmarkGEMM_q4_0(b *testing.B) { benchGEMM(b, dtype.Q4_0) }
 func BenchmarkGEMM_q8_0(b *testing.B) { benchGEMM(b, dtype.Q8_0) }
 func BenchmarkGEMM_f16(b *testing.B)  { benchGEMM(b, dtype.F16) }
+func BenchmarkGEMM_bf16(b *testing.B) { benchGEMM(b, dtype.BF16) }
+func BenchmarkGEMM_f32(b *testing.B)  { benchGEMM(b, dtype.F32) }
 
 // BenchmarkPoolWake is the cost of waking the workers for a split that
 // does nothing: what the parallelMinBytes threshold weighs against.

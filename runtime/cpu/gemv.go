@@ -137,9 +137,11 @@ func (g *gemv) set(r int, v float32) {
 // gemm is simd_gemm[_small]_*: Y[M×N] = X[M×K]·Wᵀ (+ bias), the prefill
 // GEMM. Quantized weights meet every row of X quantized once (the GEMV's
 // numerics, row by row); float weights are widened a row at a time into
-// the worker's scratch and meet the widened rows of X. The pool splits the
-// rows of W, so each weight row is read once per command and stays in
-// cache while it meets all M rows.
+// the worker's scratch and meet the widened rows of X; where the CPU has
+// the float tile (f44), four weight rows meet four rows of X per pass
+// instead, to the same bits. The pool splits the rows of W, so each weight
+// row is read once per command and stays in cache while it meets all M
+// rows.
 type gemm struct {
 	p    kernels.GEMMParams
 	wt   *weightType
@@ -256,6 +258,29 @@ func (g *gemm) do(w, i0, i1 int) {
 				q4(wq, rb, qs, d, s, v)
 				for c := range v {
 					g.setAt(i, r+c, ldc, v[c])
+				}
+			}
+		}
+	}
+	if f44 := g.wt.f44; f44 != nil && wf != nil && m >= 4 {
+		// Float weights: four weight rows against four rows of X per
+		// pass where the CPU has the tile; the rows of X past the last
+		// whole four meet each weight row widened, as below.
+		v16 := &g.e.b.scratch.workers[w].v16
+		for ; r+4 <= i1; r += 4 {
+			i := 0
+			for ; i+4 <= m; i += 4 {
+				f44(g.w[r*rb:r*rb+4*rb], rb, g.x, i, k, v16)
+				for j := range 4 {
+					for c := range 4 {
+						g.setAt(i+j, r+c, ldc, v16[4*j+c])
+					}
+				}
+			}
+			for c := 0; c < 4 && i < m; c++ {
+				g.wt.dequant(g.w[(r+c)*rb:(r+c)*rb+rb], wf)
+				for ii := i; ii < m; ii++ {
+					g.setAt(ii, r+c, ldc, dotF32(wf, g.x[ii*k:ii*k+k]))
 				}
 			}
 		}

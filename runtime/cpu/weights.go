@@ -28,6 +28,12 @@ type weightType struct {
 	// bit-identical to q4's for Q4_0 and within float32 rounding of it for
 	// Q8_0; nil elsewhere.
 	q44 func(w []byte, rb int, q *q8act, i, k int, out *[16]float32)
+
+	// f44, where an assembly tile exists (ftile_amd64.go), is the float
+	// weights' tile: weight rows 0..3 of w (rb bytes apart) against
+	// activation rows i..i+3 of x (k floats each), out[4j+r] bit-identical
+	// to dotF32 of row r, widened, with row i+j; nil elsewhere.
+	f44 func(w []byte, rb int, x []float32, i, k int, out *[16]float32)
 }
 
 func (t *weightType) rowBytes(k int) int { return k / t.bs * t.bb }
