@@ -246,11 +246,7 @@ func (g *gemm) do(w, i0, i1 int) {
 			if q44 != nil {
 				for ; i+4 <= m; i += 4 {
 					q44(wq, rb, g.q, i, k, v16)
-					for j := range 4 {
-						for c := range 4 {
-							g.setAt(i+j, r+c, ldc, v16[4*j+c])
-						}
-					}
+					g.setTile(i, r, ldc, v16)
 				}
 			}
 			for ; i < m; i++ {
@@ -271,11 +267,7 @@ func (g *gemm) do(w, i0, i1 int) {
 			i := 0
 			for ; i+4 <= m; i += 4 {
 				f44(g.w[r*rb:r*rb+4*rb], rb, g.x, i, k, v16)
-				for j := range 4 {
-					for c := range 4 {
-						g.setAt(i+j, r+c, ldc, v16[4*j+c])
-					}
-				}
+				g.setTile(i, r, ldc, v16)
 			}
 			for c := 0; c < 4 && i < m; c++ {
 				g.wt.dequant(g.w[(r+c)*rb:(r+c)*rb+rb], wf)
@@ -304,6 +296,24 @@ func (g *gemm) do(w, i0, i1 int) {
 			}
 			g.act.set(g.yb, i*ldc+r, v+b)
 		}
+	}
+}
+
+// setTile stores a 4×4 tile, Y[i+j][c+r] = t[4j+r] (plus column c+r's
+// bias), as setAt would element by element. F32 outputs, a CPU plan's,
+// are written a row of four at a time.
+func (g *gemm) setTile(i, c, ldc int, t *[16]float32) {
+	if g.bias || g.act == actF16 {
+		for j := range 4 {
+			for r := range 4 {
+				g.setAt(i+j, c+r, ldc, t[4*j+r])
+			}
+		}
+		return
+	}
+	y := f32s(g.yb)
+	for j := range 4 {
+		copy(y[(i+j)*ldc+c:][:4], t[4*j:4*j+4])
 	}
 }
 
