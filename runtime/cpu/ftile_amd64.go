@@ -36,54 +36,33 @@ func init() {
 	}
 }
 
-// ftileF32Asm is weightType.f44 for F32: weight rows 0..3 of w (rb bytes
-// apart) against activation rows i..i+3 of x (k floats each), out[4j+r]
-// equal to dotF32(row r, x_{i+j}) to the bit: the kernel's lanes, then the
-// tail in order, as dotF32Asm adds it.
+// The f44 entries: weight rows 0..3 of w (rb bytes apart) against
+// activation rows i..i+3 of x (k floats each), out[4j+r] equal to dotF32
+// of row r, widened, with x_{i+j}, to the bit: the kernel's lanes, then
+// the tail in order, as dotF32Asm adds it. F16 and BF16 widen exactly
+// (f16tab and VCVTPH2PS; a shift), so that is also dotF16's and dotBF16's
+// value.
+
 func ftileF32Asm(w []byte, rb int, x []float32, i, k int, out *[16]float32) {
-	n := k &^ 15
-	_, _ = w[3*rb+4*k-1], x[(i+4)*k-1]
-	if n > 0 {
-		ftileF32AVX512(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&x[i*k]), 4*k, n, out)
-	} else {
-		*out = [16]float32{}
-	}
-	if n < k {
-		for j := range 4 {
-			xj := x[(i+j)*k+n : (i+j)*k+k]
-			for r := range 4 {
-				out[4*j+r] += tailF32(f32s(w[r*rb : r*rb+4*k])[n:], xj)
-			}
-		}
-	}
+	ftile(ftileF32AVX512, 4, func(w []byte, x []float32) float32 { return tailF32(f32s(w), x) }, w, rb, x, i, k, out)
 }
 
-// ftileF16Asm is ftileF32Asm for F16 rows: dotF32 of the widened row
-// (f16tab and VCVTPH2PS widen exactly, so also dotF16's value).
 func ftileF16Asm(w []byte, rb int, x []float32, i, k int, out *[16]float32) {
-	n := k &^ 15
-	_, _ = w[3*rb+2*k-1], x[(i+4)*k-1]
-	if n > 0 {
-		ftileF16AVX512(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&x[i*k]), 4*k, n, out)
-	} else {
-		*out = [16]float32{}
-	}
-	if n < k {
-		for j := range 4 {
-			xj := x[(i+j)*k+n : (i+j)*k+k]
-			for r := range 4 {
-				out[4*j+r] += tailF16(u16s(w[r*rb : r*rb+2*k])[n:], xj)
-			}
-		}
-	}
+	ftile(ftileF16AVX512, 2, func(w []byte, x []float32) float32 { return tailF16(u16s(w), x) }, w, rb, x, i, k, out)
 }
 
-// ftileBF16Asm is ftileF32Asm for BF16 rows (widened exactly, by a shift).
 func ftileBF16Asm(w []byte, rb int, x []float32, i, k int, out *[16]float32) {
+	ftile(ftileBF16AVX512, 2, func(w []byte, x []float32) float32 { return tailBF16(u16s(w), x) }, w, rb, x, i, k, out)
+}
+
+// ftile runs kernel over the whole sixteens of the rows (es bytes an
+// element) and adds each pair's tail.
+func ftile(kernel func(w unsafe.Pointer, rb int, x unsafe.Pointer, xs, n int, out *[16]float32), es int,
+	tail func(w []byte, x []float32) float32, w []byte, rb int, x []float32, i, k int, out *[16]float32) {
 	n := k &^ 15
-	_, _ = w[3*rb+2*k-1], x[(i+4)*k-1]
+	_, _ = w[3*rb+es*k-1], x[(i+4)*k-1]
 	if n > 0 {
-		ftileBF16AVX512(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&x[i*k]), 4*k, n, out)
+		kernel(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&x[i*k]), 4*k, n, out)
 	} else {
 		*out = [16]float32{}
 	}
@@ -91,7 +70,7 @@ func ftileBF16Asm(w []byte, rb int, x []float32, i, k int, out *[16]float32) {
 		for j := range 4 {
 			xj := x[(i+j)*k+n : (i+j)*k+k]
 			for r := range 4 {
-				out[4*j+r] += tailBF16(u16s(w[r*rb : r*rb+2*k])[n:], xj)
+				out[4*j+r] += tail(w[r*rb+es*n:r*rb+es*k], xj)
 			}
 		}
 	}

@@ -15,9 +15,9 @@ func dotQ4_0x4VNNI(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, o
 //go:noescape
 func dotQ4_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
 
-// haveVNNI: AVX-512 (foundation, byte/word, vector length) with VNNI, and
-// an OS that saves the 512-bit state (x/sys/cpu checks both).
-var haveVNNI = haveAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+// haveVNNI: haveAVX512 (ftile_amd64.go: foundation, byte/word, vector
+// length, and an OS that saves the 512-bit state) with VNNI.
+var haveVNNI = haveAVX512 && cpu.X86.HasAVX512VNNI
 
 // This file's init runs after dot_amd64.go's (files initialize in name
 // order), so the VNNI form replaces the AVX2 four-row Q4_0 dot.

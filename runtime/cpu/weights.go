@@ -22,11 +22,11 @@ type weightType struct {
 	q4 func(w []byte, rb int, qs []int8, d, s []float32, out *[4]float32)
 	f4 func(w []byte, rb int, x []float32, out *[4]float32)
 
-	// q44, where an assembly tile exists (q4vnni_amd64.go, q8vnni_amd64.go),
-	// is q4 for four activation rows i..i+3 of q at once (the prefill
-	// GEMM's tile): out[4j+r] is weight row r against activation row i+j,
-	// bit-identical to q4's for Q4_0 and within float32 rounding of it for
-	// Q8_0; nil elsewhere.
+	// q44, where an assembly tile exists (q4vnni_amd64.go, q8vnni_amd64.go,
+	// ktile_amd64.go), is q4 for four activation rows i..i+3 of q at once
+	// (the prefill GEMM's tile): out[4j+r] is weight row r against
+	// activation row i+j, bit-identical to q4's (Q8_0's: within float32
+	// rounding of it); nil elsewhere.
 	q44 func(w []byte, rb int, q *q8act, i, k int, out *[16]float32)
 
 	// f44, where an assembly tile exists (ftile_amd64.go), is the float
