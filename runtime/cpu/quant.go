@@ -139,11 +139,16 @@ func quantizeQ8_0Go(x []float32, qs []int8, d, s []float32) {
 	}
 }
 
-// quantizeQ8_K is ggml's quantize_row_q8_K_ref: the scale comes from the
+// quantizeQ8_K is the dispatched Q8_K quantizer: quantizeQ8_KGo unless
+// an assembly twin, bit-identical to it, replaced it at init
+// (quant8k_amd64.go).
+var quantizeQ8_K = quantizeQ8_KGo
+
+// quantizeQ8_KGo is ggml's quantize_row_q8_K_ref: the scale comes from the
 // element of largest magnitude (the first, on a tie) with its sign,
 // iscale = −127/max, q = min(127, rne(iscale·x)), d = 1/iscale; bsums
 // are the sums of 16.
-func quantizeQ8_K(x []float32, qs []int8, d, bsums []float32) {
+func quantizeQ8_KGo(x []float32, qs []int8, d, bsums []float32) {
 	for b := range len(x) / qkK {
 		xb := x[b*qkK : b*qkK+qkK]
 		q := qs[b*qkK : b*qkK+qkK]
