@@ -7,5 +7,20 @@
 // cores. It must not know about architectures, plans' programs or the replay
 // loop's strategy: it runs commands, it does not choose them.
 //
+// The portable Go kernels are the reference. On amd64 (not with the
+// purego tag) assembly twins replace the hot ones at init, each chosen by
+// a CPU feature check and held by a test to its portable twin, bit for bit
+// unless its file says otherwise:
+//
+//	dot_amd64.s      AVX2 dots: Q4_0, Q8_0, F16, BF16, F32 (four-row: Q4_0, Q8_0, F32)
+//	q5_amd64.s       AVX2 Q4_1, Q5_0, Q5_1
+//	kquant_amd64.s   AVX2 Q4_K, Q5_K;  q6k_amd64.s: Q6_K
+//	q4vnni_amd64.s   AVX-512 VNNI four-row Q4_0 dot (float32 rounding of the
+//	                 portable one) and its 4×4 GEMM tile (bits of that dot)
+//	q8vnni_amd64.s   the Q8_0 tile (float32 rounding of the dot)
+//	ktile_amd64.s    the Q4_K and Q6_K tiles;  ftile_amd64.s: F32/F16/BF16
+//	quant_amd64.s, quant8k_amd64.s  activation quantization (Q8_0/1, Q8_K)
+//	attn_amd64.s, expf_amd64.s      attention pieces, expf (≤ 2 ulp), SiLU
+//
 // docs/adr/0008-cpu-backend.md says why it is built this way.
 package cpu
