@@ -25,6 +25,38 @@
 	VMOVSHDUP X0, X1; \
 	VADDSS  X1, X0, X0
 
+// The float dots: sixteen lanes (two ymm accumulators, element i in lane
+// i mod 16), each product rounded before it is added, folded and reduced
+// as fold16 (quant.go). FDOT_STEP widens sixteen weights into Y2, Y3 with
+// widen, then adds their products with x; wstep is the weights' bytes.
+#define FDOT_ENTER \
+	MOVQ w+0(FP), SI; \
+	MOVQ x+8(FP), DI; \
+	MOVQ n+16(FP), CX; \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1
+
+#define FDOT_STEP(widen, wstep) \
+	widen; \
+	VMULPS  (DI), Y2, Y2; \
+	VMULPS  32(DI), Y3, Y3; \
+	VADDPS  Y2, Y0, Y0; \
+	VADDPS  Y3, Y1, Y1; \
+	ADDQ $wstep, SI; \
+	ADDQ $64, DI; \
+	SUBQ $16, CX
+
+#define FDOT_EXIT \
+	VADDPS Y1, Y0, Y0; \
+	HSUM8; \
+	VZEROUPPER; \
+	MOVSS X0, ret+24(FP); \
+	RET
+
+#define WIDEN_F16 VCVTPH2PS (SI), Y2; VCVTPH2PS 16(SI), Y3
+#define WIDEN_BF16 VPMOVZXWD (SI), Y2; VPMOVZXWD 16(SI), Y3; VPSLLD $16, Y2, Y2; VPSLLD $16, Y3, Y3
+#define WIDEN_F32 VMOVUPS (SI), Y2; VMOVUPS 32(SI), Y3
+
 // func dotQ4_0AVX2(w, qs, d unsafe.Pointer, nb int) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-36
 	MOVQ w+0(FP), SI
@@ -118,95 +150,38 @@ q8done:
 // func dotF16AVX2(w, x unsafe.Pointer, n int) float32
 // n is a multiple of 16.
 TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
+	FDOT_ENTER
 f16loop:
 	TESTQ CX, CX
 	JZ    f16done
-	VCVTPH2PS (SI), Y2
-	VCVTPH2PS 16(SI), Y3
-	VMULPS  (DI), Y2, Y2
-	VMULPS  32(DI), Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	ADDQ $32, SI
-	ADDQ $64, DI
-	SUBQ $16, CX
+	FDOT_STEP(WIDEN_F16, 32)
 	JMP  f16loop
-
 f16done:
-	VADDPS Y1, Y0, Y0
-	HSUM8
-	VZEROUPPER
-	MOVSS X0, ret+24(FP)
-	RET
+	FDOT_EXIT
 
 // func dotBF16AVX2(w, x unsafe.Pointer, n int) float32
-// n is a multiple of 16. dotF16AVX2 with bf16 widening (the half is the
-// high 16 bits of its float32).
+// n is a multiple of 16; a bf16 is the high half of its float32.
 TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
+	FDOT_ENTER
 bf16loop:
 	TESTQ CX, CX
 	JZ    bf16done
-	VPMOVZXWD (SI), Y2
-	VPMOVZXWD 16(SI), Y3
-	VPSLLD  $16, Y2, Y2
-	VPSLLD  $16, Y3, Y3
-	VMULPS  (DI), Y2, Y2
-	VMULPS  32(DI), Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	ADDQ $32, SI
-	ADDQ $64, DI
-	SUBQ $16, CX
+	FDOT_STEP(WIDEN_BF16, 32)
 	JMP  bf16loop
-
 bf16done:
-	VADDPS Y1, Y0, Y0
-	HSUM8
-	VZEROUPPER
-	MOVSS X0, ret+24(FP)
-	RET
+	FDOT_EXIT
 
 // func dotF32AVX2(w, x unsafe.Pointer, n int) float32
 // n is a multiple of 16.
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-
+	FDOT_ENTER
 f32loop:
 	TESTQ CX, CX
 	JZ    f32done
-	VMOVUPS (SI), Y2
-	VMOVUPS 32(SI), Y3
-	VMULPS  (DI), Y2, Y2
-	VMULPS  32(DI), Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	ADDQ $64, SI
-	ADDQ $64, DI
-	SUBQ $16, CX
+	FDOT_STEP(WIDEN_F32, 64)
 	JMP  f32loop
-
 f32done:
-	VADDPS Y1, Y0, Y0
-	HSUM8
-	VZEROUPPER
-	MOVSS X0, ret+24(FP)
-	RET
+	FDOT_EXIT
 
 // The four-row forms below compute four rows of W against one activation
 // in a pass: the activation is loaded once per block (or 16 elements) and

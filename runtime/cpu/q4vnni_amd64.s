@@ -206,22 +206,7 @@ q4vloop:
 // Z11 the weights' eight scales, Z12–Z13 temporaries, Z14 the 0x0F mask,
 // Z15 the 0x08 bytes.
 TEXT ·dotQ4_0x4x4VNNI(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R8
-	MOVQ stride+8(FP), AX
-	MOVQ qs+16(FP), DI
-	MOVQ qstride+24(FP), R12
-	MOVQ d+32(FP), DX
-	MOVQ dstride+40(FP), BX
-	MOVQ nb+48(FP), CX
-	SHRQ $1, CX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (DI)(R12*2), R13
-	ADDQ R12, R13          // activation row 3
-	LEAQ (DX)(BX*2), SI
-	ADDQ BX, SI            // its scales
-	TILE_ZERO
+	TILE_ENTER
 	MOVL $0x0F0F0F0F, AX
 	VPBROADCASTD AX, Z14
 	MOVL $0x08080808, AX
@@ -233,16 +218,7 @@ TEXT ·dotQ4_0x4x4VNNI(SB), NOSPLIT, $0-64
 
 q44loop:
 	// The weights' eight scales, rows 0..3 × blocks b, b+1.
-	MOVWLZX (R8), AX
-	VMOVD   AX, X11
-	VPINSRW $1, 18(R8), X11, X11
-	VPINSRW $2, (R9), X11, X11
-	VPINSRW $3, 18(R9), X11, X11
-	VPINSRW $4, (R10), X11, X11
-	VPINSRW $5, 18(R10), X11, X11
-	VPINSRW $6, (R11), X11, X11
-	VPINSRW $7, 18(R11), X11, X11
-	VCVTPH2PS X11, Y11
+	TILE_SCALES(18)
 
 // Q44W unpacks row ptr's two blocks of nibbles into zw, in the lane order
 // of Q4V.

@@ -91,22 +91,7 @@ GLOBL q8vidx<>(SB), RODATA|NOPTR, $256
 // least 2. Registers as dotQ4_0x4x4VNNI's, with Z14 the 0x80 bytes: the
 // sign flip, and (read unsigned, 128) the multiplier of −128·Σa.
 TEXT ·dotQ8_0x4x4VNNI(SB), NOSPLIT, $0-64
-	MOVQ w+0(FP), R8
-	MOVQ stride+8(FP), AX
-	MOVQ qs+16(FP), DI
-	MOVQ qstride+24(FP), R12
-	MOVQ d+32(FP), DX
-	MOVQ dstride+40(FP), BX
-	MOVQ nb+48(FP), CX
-	SHRQ $1, CX
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	LEAQ (R10)(AX*1), R11
-	LEAQ (DI)(R12*2), R13
-	ADDQ R12, R13          // activation row 3
-	LEAQ (DX)(BX*2), SI
-	ADDQ BX, SI            // its scales
-	TILE_ZERO
+	TILE_ENTER
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z14
 	VMOVDQU32 q8vidx<>+0(SB), Z4
@@ -116,16 +101,7 @@ TEXT ·dotQ8_0x4x4VNNI(SB), NOSPLIT, $0-64
 
 q84loop:
 	// The weights' eight scales, rows 0..3 × blocks b, b+1.
-	MOVWLZX (R8), AX
-	VMOVD   AX, X11
-	VPINSRW $1, 34(R8), X11, X11
-	VPINSRW $2, (R9), X11, X11
-	VPINSRW $3, 34(R9), X11, X11
-	VPINSRW $4, (R10), X11, X11
-	VPINSRW $5, 34(R10), X11, X11
-	VPINSRW $6, (R11), X11, X11
-	VPINSRW $7, 34(R11), X11, X11
-	VCVTPH2PS X11, Y11
+	TILE_SCALES(34)
 
 // Q84W loads row ptr's two blocks of bytes into zw, sign bits flipped.
 #define Q84W(ptr, zw, yw) \

@@ -4,6 +4,43 @@
 // int32 lanes (the weights' offset times −Σa) in Z9, the eight scales
 // f16(d_w)·d_a in Y10, temporaries Z12 and Z13.
 
+// TILE_ENTER loads the tile's arguments (w, stride, qs, qstride, d,
+// dstride, nb: the signature of dotQ4_0x4x4VNNI): weight rows 0..3 in
+// R8–R11, activation rows 0..3 at DI, DI+R12, DI+2·R12, R13, their scales
+// at DX, DX+BX, DX+2·BX, SI, the steps of two blocks in CX; then zeroes the
+// accumulators.
+#define TILE_ENTER \
+	MOVQ w+0(FP), R8; \
+	MOVQ stride+8(FP), AX; \
+	MOVQ qs+16(FP), DI; \
+	MOVQ qstride+24(FP), R12; \
+	MOVQ d+32(FP), DX; \
+	MOVQ dstride+40(FP), BX; \
+	MOVQ nb+48(FP), CX; \
+	SHRQ $1, CX; \
+	LEAQ (R8)(AX*1), R9; \
+	LEAQ (R9)(AX*1), R10; \
+	LEAQ (R10)(AX*1), R11; \
+	LEAQ (DI)(R12*2), R13; \
+	ADDQ R12, R13; \
+	LEAQ (DX)(BX*2), SI; \
+	ADDQ BX, SI; \
+	TILE_ZERO
+
+// TILE_SCALES puts the weights' eight f16 scales (rows 0..3 × blocks b,
+// b+1, the second off bytes after the first) into Y11 as float32.
+#define TILE_SCALES(off) \
+	MOVWLZX (R8), AX; \
+	VMOVD   AX, X11; \
+	VPINSRW $1, off(R8), X11, X11; \
+	VPINSRW $2, (R9), X11, X11; \
+	VPINSRW $3, off(R9), X11, X11; \
+	VPINSRW $4, (R10), X11, X11; \
+	VPINSRW $5, off(R10), X11, X11; \
+	VPINSRW $6, (R11), X11, X11; \
+	VPINSRW $7, off(R11), X11, X11; \
+	VCVTPH2PS X11, Y11
+
 // TILE_ZERO zeroes the accumulators.
 #define TILE_ZERO \
 	VPXORD Z16, Z16, Z16; \
