@@ -211,8 +211,13 @@ f32done:
 // PFD is how far ahead of each row the quantized four-row dots prefetch:
 // decode streams weights from DRAM (a mapped file, 4 KiB pages), and the
 // hardware prefetchers alone kept one core at a third of llama.cpp's
-// bandwidth. 2048 and 4096 measured alike, 512 gave little.
-#define PFD 2048
+// bandwidth. The other kernels' distances (q4vnni, q5, kquant, q6k) are
+// the same. Measured on a 16-core Xeon host, Qwen3-0.6B-shape Q4_0
+// decode, tok/s at 1 / 8 threads: no prefetch 14–19 / 84–88, 2048
+// 25–29 / 121–144, 4096 31–35 / 152–191, 8192 34–36 / 178–188, 16384
+// 34–35 / 167–168 (Q4_K alike: 8192 best at 8 threads). The 2-core
+// development box measured 2048 and 4096 alike.
+#define PFD 8192
 
 // func dotQ4_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
 //

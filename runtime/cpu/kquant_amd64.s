@@ -89,9 +89,9 @@ GLOBL kshift04<>(SB), RODATA|NOPTR, $16
 // Prefetch distance ahead of each row, as dot_amd64.s's PFD for Q4_0
 // (decode streams the weights from DRAM); three lines cover a super-block
 // of 144 or 176 bytes.
-#define KPFD0 2048
-#define KPFD1 2112
-#define KPFD2 2176
+#define KPFD0 8192
+#define KPFD1 8256
+#define KPFD2 8320
 
 // Register use, shared by every macro below:
 //	SI.. row pointers, DI activation qs, DX activation d, R8 bsums

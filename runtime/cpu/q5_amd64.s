@@ -225,7 +225,7 @@ q51done:
 
 // PFD is how far ahead of each row the weights are prefetched, as in
 // dot_amd64.s (decode streams weights from DRAM).
-#define PFD 2048
+#define PFD 8192
 
 // ROWS4 sets R9, R10, R11 to rows 1..3 from R8 and the stride in R12.
 #define ROWS4 \

@@ -105,7 +105,7 @@ GLOBL q6kscale<>(SB), RODATA|NOPTR, $128
 // Q6KPFD is how far ahead the kernels prefetch each row (as dot_amd64.s's
 // PFD: decode streams the weights from DRAM): four lines a block, the
 // fifth that a block may touch being the next block's first.
-#define Q6KPFD 2048
+#define Q6KPFD 8192
 
 // Q6KBLOCK sets acc to the 8 int32 lane sums of the block at ptr.
 #define Q6KBLOCK(ptr, acc) \

@@ -83,7 +83,7 @@ DATA q8vidx<>+248(SB)/4, $7
 DATA q8vidx<>+252(SB)/4, $7
 GLOBL q8vidx<>(SB), RODATA|NOPTR, $256
 
-#define PFD8 2048
+#define PFD8 8192
 
 // func dotQ8_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
 //
