@@ -25,10 +25,25 @@
 	VMOVSHDUP X0, X1; \
 	VADDSS  X1, X0, X0
 
+// PFD is how far ahead of each row the weight dots prefetch:
+// decode streams weights from DRAM (a mapped file, 4 KiB pages), and the
+// hardware prefetchers alone kept one core at a third of llama.cpp's
+// bandwidth. The other kernels' distances (q4vnni, q5, kquant, q6k) are
+// the same. Measured on a 16-core Xeon host, Qwen3-0.6B-shape Q4_0
+// decode, tok/s at 1 / 8 threads: no prefetch 14–19 / 84–88, 2048
+// 25–29 / 121–144, 4096 31–35 / 152–191, 8192 34–36 / 178–188, 16384
+// 34–35 / 167–168 (Q4_K alike: 8192 best at 8 threads). The 2-core
+// development box measured 2048 and 4096 alike.
+#define PFD 8192
+
 // The float dots: sixteen lanes (two ymm accumulators, element i in lane
 // i mod 16), each product rounded before it is added, folded and reduced
 // as fold16 (quant.go). FDOT_STEP widens sixteen weights into Y2, Y3 with
 // widen, then adds their products with x; wstep is the weights' bytes.
+// It prefetches as the quantized dots do: the 4096×14336 GEMV on one
+// thread of the development box went 8.0–8.5 → 9.5–9.7 GB/s (F16) and
+// 7.2–7.5 → 9.7–10.0 (BF16). The four-row F32 dot measured no gain from
+// it and has none.
 #define FDOT_ENTER \
 	MOVQ w+0(FP), SI; \
 	MOVQ x+8(FP), DI; \
@@ -37,6 +52,7 @@
 	VXORPS Y1, Y1, Y1
 
 #define FDOT_STEP(widen, wstep) \
+	PREFETCHT0 PFD(SI); \
 	widen; \
 	VMULPS  (DI), Y2, Y2; \
 	VMULPS  32(DI), Y3, Y3; \
@@ -208,16 +224,6 @@ f32done:
 	MOVSS X0, 12(R9); \
 	VZEROUPPER
 
-// PFD is how far ahead of each row the quantized four-row dots prefetch:
-// decode streams weights from DRAM (a mapped file, 4 KiB pages), and the
-// hardware prefetchers alone kept one core at a third of llama.cpp's
-// bandwidth. The other kernels' distances (q4vnni, q5, kquant, q6k) are
-// the same. Measured on a 16-core Xeon host, Qwen3-0.6B-shape Q4_0
-// decode, tok/s at 1 / 8 threads: no prefetch 14–19 / 84–88, 2048
-// 25–29 / 121–144, 4096 31–35 / 152–191, 8192 34–36 / 178–188, 16384
-// 34–35 / 167–168 (Q4_K alike: 8192 best at 8 threads). The 2-core
-// development box measured 2048 and 4096 alike.
-#define PFD 8192
 
 // func dotQ4_0x4AVX2(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
 //
