@@ -91,13 +91,34 @@ func TestDotKTwinsMatchPortable(t *testing.T) {
 // scale and minimum bit patterns, d and dmin any f16 including subnormals,
 // infinities and NaNs), activations of extreme scales and bytes, and
 // bsums that are not what quantizeQ8_K would store.
-func TestDotKTwinsAdversarial(t *testing.T) {
-	f16s := []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe12, 0x3c00}
-	type act struct {
-		name string
-		fill func(r *rand.Rand, qs []int8, d, bs []float32)
+// q8KFill writes an activation (qs, d, bsums) for the K-quant tests.
+type q8KFill func(r *rand.Rand, qs []int8, d, bs []float32)
+
+// specialF16s are the f16 scales the adversarial tests plant in weight
+// blocks: zeros, subnormals, the largest, infinities, NaNs, one.
+var specialF16s = []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe12, 0x3c00}
+
+// q8KRandomBytes is an activation of any bytes (−128 included), normal
+// scales and exact bsums.
+func q8KRandomBytes(r *rand.Rand, qs []int8, d, bs []float32) {
+	for i := range qs {
+		qs[i] = int8(r.Uint32())
 	}
-	quantized := func(scale float64) func(r *rand.Rand, qs []int8, d, bs []float32) {
+	for i := range d {
+		d[i] = float32(r.NormFloat64())
+	}
+	exactBsums(qs, bs)
+}
+
+// adversarialQ8K is the activations the K-quant dots and tiles are held
+// to their references on: quantized ones of extreme scales (a super-block
+// of zeros half the time), random and extreme bytes, random d bits, and
+// bsums quantizeQ8_K never writes (fractional, beyond int32, any bits).
+func adversarialQ8K() []struct {
+	name string
+	fill q8KFill
+} {
+	quantized := func(scale float64) q8KFill {
 		return func(r *rand.Rand, qs []int8, d, bs []float32) {
 			x := randFloats(r, len(qs), scale)
 			if r.IntN(2) == 0 { // one block all zeros: d = 0
@@ -106,21 +127,15 @@ func TestDotKTwinsAdversarial(t *testing.T) {
 			quantizeQ8_K(x, qs, d, bs)
 		}
 	}
-	randomBytes := func(r *rand.Rand, qs []int8, d, bs []float32) {
-		for i := range qs {
-			qs[i] = int8(r.Uint32())
-		}
-		for i := range d {
-			d[i] = float32(r.NormFloat64())
-		}
-		exactBsums(qs, bs)
-	}
-	acts := []act{
+	return []struct {
+		name string
+		fill q8KFill
+	}{
 		{"normal", quantized(1)},
 		{"tiny", quantized(1e-36)}, // d_a near float32's smallest normals
 		{"huge", quantized(1e36)},  // d_a·f16(d)·sumi overflows
 		{"subnormal", quantized(1e-43)},
-		{"random qs, -128 included", randomBytes},
+		{"random qs, -128 included", q8KRandomBytes},
 		{"extreme qs", func(r *rand.Rand, qs []int8, d, bs []float32) {
 			for i := range qs {
 				qs[i] = []int8{-128, 127, -127}[r.IntN(3)]
@@ -131,13 +146,13 @@ func TestDotKTwinsAdversarial(t *testing.T) {
 			exactBsums(qs, bs)
 		}},
 		{"random d bits", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
+			q8KRandomBytes(r, qs, d, bs)
 			for i := range d {
 				d[i] = math.Float32frombits(r.Uint32())
 			}
 		}},
 		{"inexact bsums", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
+			q8KRandomBytes(r, qs, d, bs)
 			for i := range bs {
 				switch r.IntN(4) {
 				case 0:
@@ -150,6 +165,11 @@ func TestDotKTwinsAdversarial(t *testing.T) {
 			}
 		}},
 	}
+}
+
+func TestDotKTwinsAdversarial(t *testing.T) {
+	f16s := specialF16s
+	acts := adversarialQ8K()
 	for _, c := range kTwins(t) {
 		r := rand.New(rand.NewPCG(43, 44))
 		for _, nb := range []int{1, 2, 5} {

@@ -112,80 +112,28 @@ func TestKTileIsTheFourRowDot(t *testing.T) {
 // time: subnormal, largest, infinite, NaN), activations of extreme
 // scales and bytes, and bsums that quantizeQ8_K never writes.
 func TestKTileAdversarial(t *testing.T) {
-	f16s := []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x8200, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0xfe12, 0x3c00}
-	type fill func(r *rand.Rand, qs []int8, d, bs []float32)
-	quantized := func(scale float64) fill {
-		return func(r *rand.Rand, qs []int8, d, bs []float32) {
-			x := randFloats(r, len(qs), scale)
-			if r.IntN(3) == 0 { // a block of zeros: d = 0
-				clear(x[:qkK])
-			}
-			quantizeQ8_K(x, qs, d, bs)
-		}
-	}
-	randomBytes := func(r *rand.Rand, qs []int8, d, bs []float32) {
-		for i := range qs {
-			qs[i] = int8(r.Uint32())
-		}
-		for i := range d {
-			d[i] = float32(r.NormFloat64())
-		}
-		exactBsums(qs, bs)
-	}
+	f16s := specialF16s
 	// Pairs at the int16 edges, to either side: the kernel takes the
 	// ones inside, the four-row dot the others.
 	edges := []float32{32767, -32768, 32767.9, -32768.9, 32768, -32769, 65535, 1e9, float32(math.Inf(1)), float32(math.NaN()), 0.5, -0.5}
-	acts := []struct {
+	acts := append(adversarialQ8K(), []struct {
 		name string
-		fill fill
+		fill q8KFill
 	}{
-		{"normal", quantized(1)},
-		{"tiny", quantized(1e-36)},
-		{"huge", quantized(1e36)},
-		{"subnormal", quantized(1e-43)},
-		{"random qs, -128 included", randomBytes},
-		{"extreme qs", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			for i := range qs {
-				qs[i] = []int8{-128, 127, -127}[r.IntN(3)]
-			}
-			for i := range d {
-				d[i] = math.Float32frombits(r.Uint32())
-			}
-			exactBsums(qs, bs)
-		}},
-		{"random d bits", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
-			for i := range d {
-				d[i] = math.Float32frombits(r.Uint32())
-			}
-		}},
-		{"inexact bsums", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
-			for i := range bs {
-				switch r.IntN(8) {
-				case 0:
-					bs[i] += float32(r.Float64() - 0.5)
-				case 1:
-					bs[i] = float32(r.NormFloat64() * 3e9)
-				case 2:
-					bs[i] = math.Float32frombits(r.Uint32())
-				}
-			}
-		}},
 		{"non-integer bsums in range", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
+			q8KRandomBytes(r, qs, d, bs)
 			for i := range bs {
 				bs[i] = float32(r.NormFloat64() * 5000)
 			}
 		}},
 		{"pairs at the int16 edges", func(r *rand.Rand, qs []int8, d, bs []float32) {
-			randomBytes(r, qs, d, bs)
+			q8KRandomBytes(r, qs, d, bs)
 			if r.IntN(2) == 0 {
 				p := r.IntN(len(bs) / 2)
 				bs[2*p], bs[2*p+1] = edges[r.IntN(len(edges))], 0
 			}
 		}},
-	}
+	}...)
 	for _, c := range kTiles(t) {
 		r := rand.New(rand.NewPCG(63, 64))
 		for _, nb := range []int{1, 2, 5} {
@@ -212,8 +160,8 @@ func TestKTileAdversarial(t *testing.T) {
 						}
 						for j := range m {
 							qs, d, bs := q.row(aqQ8_K, j, k)
-							if j%3 == 1 { // rows of another kind among them
-								quantized(1)(r, qs, d, bs)
+							if j%3 == 1 { // rows of another kind among them: acts[0], "normal"
+								acts[0].fill(r, qs, d, bs)
 							} else {
 								a.fill(r, qs, d, bs)
 							}
