@@ -37,8 +37,26 @@ const (
 // version that introduced the newest feature it uses. Every feature of
 // format 1 needs 1; a patch kind or buffer kind added later raises it to
 // the version that added it, and a plan that does not use the new kind
-// stays readable by older runtimes.
+// stays readable by older runtimes. Format 2 added batch programs, the seq
+// and out_count patch kinds and KV caches of several sequence slots: a
+// plan that has any of them needs 2.
 func (p *Plan) RequiredRuntime() uint32 {
+	if p.Header.Target.Tuning.MaxSeqs > 1 {
+		return 2
+	}
+	for i := range p.Programs {
+		pr := &p.Programs[i]
+		if pr.Kind >= KindBatch {
+			return 2
+		}
+		for j := range pr.Commands {
+			for _, pt := range pr.Commands[j].Patches {
+				if pt.Kind >= PatchSeq {
+					return 2
+				}
+			}
+		}
+	}
 	return 1
 }
 

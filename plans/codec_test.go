@@ -115,7 +115,7 @@ func TestRefusals(t *testing.T) {
 		want string // the whole one-line message
 	}{
 		{"a plan needing a newer runtime", withVersions(good, 3, 3), ErrTooNew,
-			"plan: model.plan has format version 3 and needs a runtime of version 3; this runtime reads up to 1; upgrade akunu or recompile the plan: plan too new"},
+			"plan: model.plan has format version 3 and needs a runtime of version 3; this runtime reads up to 2; upgrade akunu or recompile the plan: plan too new"},
 		{"a GGUF file", []byte("GGUF\x03\x00\x00\x00rest"), ErrNotPlan,
 			"plan: model.plan is a GGUF model, not a plan; compile it with: akunuc compile model.plan -o model.plan: not an akunu plan"},
 		{"something else", []byte("#!/bin/sh\n"), ErrNotPlan,
@@ -130,7 +130,7 @@ func TestRefusals(t *testing.T) {
 			fmt.Sprintf("plan: model.plan is too long: the preamble promises a %d-byte body, the file holds %d; recompile it: corrupt plan", len(good)-56, len(good)-55)},
 		{"format version 0", withVersions(good, 0, 0), ErrCorrupt,
 			"plan: model.plan has format version 0 and minimum runtime 0, which no writer produces; the file is damaged, recompile it: corrupt plan"},
-		{"a minimum runtime above the format", withVersions(good, 1, 2), ErrTooNew, ""},
+		{"a minimum runtime above the format", withVersions(good, 2, 3), ErrTooNew, ""},
 		{"a body that is not a plan", reseal(append(bytes.Clone(good[:preambleSize]), 0x95, 1, 2, 3, 4, 5)), ErrCorrupt,
 			"plan: model.plan does not decode (body byte 1, header: want an array, found msgpack code 0x01); recompile it: corrupt plan"},
 	}
@@ -246,15 +246,15 @@ func TestNewerFieldsAreSkipped(t *testing.T) {
 	extra := map[string]any{"future": []any{1, "two", []any{3.5, true}}, "bin": []byte{1, 2}}
 	// The plan, its header, and decode's first command (programs, 0,
 	// commands, 0).
-	data := withVersions(appendFields(t, good, extra, []int{}, []int{0}, []int{4, 0, 2, 0}), 2, 1)
+	data := withVersions(appendFields(t, good, extra, []int{}, []int{0}, []int{4, 0, 2, 0}), FormatVersion+1, FormatVersion)
 	p, err := Decode("", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Header.Format != 2 || p.Header.MinRuntime != 1 {
-		t.Errorf("versions %d, %d; want 2, 1", p.Header.Format, p.Header.MinRuntime)
+	if p.Header.Format != FormatVersion+1 || p.Header.MinRuntime != FormatVersion {
+		t.Errorf("versions %d, %d; want %d, %d", p.Header.Format, p.Header.MinRuntime, FormatVersion+1, FormatVersion)
 	}
-	p.Header.Format = 1
+	p.Header.Format = FormatVersion
 	if !reflect.DeepEqual(p, Example()) {
 		t.Error("a plan with newer fields decodes to something else than the plan without them")
 	}
@@ -272,7 +272,7 @@ func TestMissingFieldsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Decode("", reseal(append(bytes.Clone(good[:preambleSize]), body.Bytes()...)))
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "header: 3 fields, format 1 has 4") {
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "header: 3 fields, format 2 has 4") {
 		t.Fatalf("got %v", err)
 	}
 }

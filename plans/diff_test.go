@@ -86,13 +86,13 @@ func TestDiff(t *testing.T) {
 			pr.Commands = slices.Insert(pr.Commands, 10, c)
 		}, []string{
 			"decode commands: 22 → 23",
-			"decode bytes read: 121928 → 122952",
+			"decode bytes read: 122312 → 123336",
 			"decode L0.ffn.extra: added 1 command silu_mul_f32",
 		}},
 		{"a command removed", func(p *Plan) {
 			pr := p.Program(ProgDecode)
 			pr.Commands = slices.Delete(pr.Commands, 0, 1)
-		}, []string{"decode commands: 22 → 21", "decode bytes read: 121928 → 121856", "decode embed: removed 1 command embed_q8_0"}},
+		}, []string{"decode commands: 22 → 21", "decode bytes read: 122312 → 122240", "decode embed: removed 1 command embed_q8_0"}},
 		{"a fused command split in three", func(p *Plan) {
 			pr := p.Program(ProgDecode)
 			for i := range pr.Commands {
@@ -103,7 +103,7 @@ func TestDiff(t *testing.T) {
 					break
 				}
 			}
-		}, []string{"decode commands: 22 → 24", "decode bytes read: 121928 → 139848",
+		}, []string{"decode commands: 22 → 24", "decode bytes read: 122312 → 140232",
 			"decode L1.attn.qkv: 1 command gemv_q8_0 → 3 commands gemv_q8_0, gemv_q8_0, gemv_q8_0"}},
 		{"commands reordered", func(p *Plan) {
 			pr := p.Program(ProgDecode)
@@ -118,7 +118,7 @@ func TestDiff(t *testing.T) {
 			"decode L0.attn.rope_kv patch 0: position: param [0,4) = 0 + 1×pos → position: param [0,4) = 0 + 2×pos",
 		}},
 		{"a program removed", func(p *Plan) { p.Programs = p.Programs[:2] },
-			[]string{"program prefill.8: removed (21 commands)"}},
+			[]string{"program batch.8: removed (22 commands)"}},
 		{"the vocabulary", func(p *Plan) { p.Model.Tokenizer.Tokens[5] = "x" },
 			[]string{"model.tokenizer.tokens: <32 items, sha256 42d44278…> → <32 items, sha256 d9612ed7…>"}},
 	}

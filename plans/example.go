@@ -9,8 +9,8 @@ import (
 
 // Example returns a small, valid, hand-built plan: a two-layer llama-like
 // model (dim 64, 4 heads over 2 KV heads, q8_0 weights with fused QKV and
-// gate|up) with decode, sampled and prefill.8 programs that use every patch
-// kind. Each call returns a fresh plan, so tests may break it at will; other
+// gate|up) with decode, sampled and batch.8 programs that use the patch
+// kinds of format 2 (every kind but format 1's prefill ones). Each call returns a fresh plan, so tests may break it at will; other
 // packages' tests use it as a plan to bind, replay, render or diff.
 //
 // The kernels and parameter layouts are illustrative: they name no catalog
@@ -18,12 +18,12 @@ import (
 func Example() *Plan {
 	const (
 		dim, layers, heads, kvHeads, headDim, ffn, vocab, ctx = 64, 2, 4, 2, 16, 128, 32, 128
-		chain, prefill                                        = 4, 8
+		chain, prefill, seqs, outRows                         = 4, 8, 4, 4
 		dataOffset                                            = 4096
 	)
 	p := &Plan{}
 	p.Header = Header{
-		Format: FormatVersion, MinRuntime: 1,
+		Format: FormatVersion, MinRuntime: 2,
 		Compiler:   "akunuc example",
 		SpecDigest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte("example specs"))),
 		Target: Target{
@@ -34,7 +34,8 @@ func Example() *Plan {
 				ChainChunk: chain, PrefillChunk: prefill, NormTG: 64,
 				LargeKTypes:      []string{"q4_0", "q4_K"},
 				AttnDecodeFastKV: 256, AttnDecodeParallelKV: 4096, AttnPrefillV2Tokens: 64,
-				Extra: map[string]string{"example.note": "hand-built"},
+				Extra:   map[string]string{"example.note": "hand-built"},
+				MaxSeqs: seqs, OutRows: outRows,
 			},
 		},
 		Model: ModelFile{File: "example.gguf", HeaderSHA256: sha256.Sum256([]byte("example.gguf header")), DataOffset: dataOffset},
@@ -119,15 +120,21 @@ func Example() *Plan {
 			}
 		}
 	}
-	tokens := p.AddBuffer(Buffer{Name: "io.tokens", Kind: BufIO, Size: 4 * prefill, DType: "i32", Shape: []uint64{prefill}, Role: "tokens"})
-	logits := f32("io.logits", vocab, BufIO, "logits")
+	u32 := func(name string, n uint64, role string) uint32 {
+		return p.AddBuffer(Buffer{Name: name, Kind: BufIO, Size: 4 * n, DType: "u32", Shape: []uint64{n}, Role: role})
+	}
+	tokens := u32("io.tokens", prefill, "tokens")
+	pos := u32("io.positions", prefill, "positions")
+	seq := u32("io.seqs", prefill, "seqs")
+	rows := u32("io.out_rows", outRows, "out_rows")
+	logits := f32("io.logits", outRows*vocab, BufIO, "logits")
 	sparams := f32("io.sample", 4, BufIO, "sample.params")
 
-	e := &exampleBufs{embd, outNorm, rope, x, h, qkv, att, gu, ff, tokens, logits, sparams, L}
+	e := &exampleBufs{embd, outNorm, rope, x, h, qkv, att, gu, ff, tokens, pos, seq, rows, logits, sparams, L}
 	p.Programs = []Program{
-		{Name: ProgDecode, Batch: 1, Commands: e.program(p, 1, false)},
-		{Name: ProgSampled, Batch: 1, Commands: e.program(p, 1, true)},
-		{Name: PrefillName(prefill), Batch: prefill, Commands: e.program(p, prefill, false)},
+		{Name: ProgDecode, Kind: KindDecode, Batch: 1, OutRows: 1, Commands: e.program(p, 1, false)},
+		{Name: ProgSampled, Kind: KindSampled, Batch: 1, OutRows: 1, Commands: e.program(p, 1, true)},
+		{Name: BatchName(prefill), Kind: KindBatch, Batch: prefill, OutRows: outRows, Commands: e.program(p, prefill, false)},
 	}
 	return p
 }
@@ -136,8 +143,8 @@ func Example() *Plan {
 type exampleLayer struct{ attnNorm, qkv, wo, ffnNorm, gateUp, down, k, v uint32 }
 
 type exampleBufs struct {
-	embd, outNorm, rope, x, h, qkv, att, gu, ff, tokens, logits, sparams uint32
-	layers                                                               []exampleLayer
+	embd, outNorm, rope, x, h, qkv, att, gu, ff, tokens, pos, seq, rows, logits, sparams uint32
+	layers                                                                               []exampleLayer
 }
 
 // u32s packs parameter fields little-endian, as the kernels' structs are.
@@ -150,9 +157,11 @@ func u32s(vs ...uint32) []byte {
 }
 
 // program emits the commands of Example's programs: one token when batch
-// is 1 (with Gumbel-max sampling when sampled), a prefill batch otherwise.
+// is 1 (with Gumbel-max sampling when sampled), a batch of rows otherwise.
 // Parameter structs put a count at byte 0 and the batch length at byte 4;
-// attention's are {position, kv length, batch, ctx}.
+// attention's are {position, kv length, batch, ctx}. A decode step's KV
+// bindings move to its sequence slot (seq patches); a batch reads each
+// row's position and slot from io.positions and io.seqs.
 func (e *exampleBufs) program(p *Plan, batch uint32, sampled bool) []Command {
 	hp := p.Model.HParams
 	dim, ffn := hp.Dim, hp.FFN
@@ -200,27 +209,33 @@ func (e *exampleBufs) program(p *Plan, batch uint32, sampled bool) []Command {
 		lab := func(s string) string { return fmt.Sprintf("L%d.%s", l, s) }
 		norm(lab("attn_norm"), lb.attnNorm, e.x, e.h)
 		gemv(lab("attn.qkv"), "fusion.rules:12 qkv_concat", lb.qkv, e.h, e.qkv, dim, dim+2*hp.KVHeads*hp.HeadDim)
-		pos := Patch{Kind: PatchPosition, Target: PatchParam, At: 0, Width: 4, Stride: 1}
-		if pre {
-			pos.Kind = PatchStartPosition
+		kvSeq := func(at uint32) []Patch { // the decode step's sequence slot
+			return []Patch{{Kind: PatchSeq, Target: PatchBinding, At: at, Stride: size(lb.k)},
+				{Kind: PatchSeq, Target: PatchBinding, At: at + 1, Stride: size(lb.v)}}
 		}
-		emit(Command{Label: lab("attn.rope_kv"), Rule: "fusion.rules:20 rope_kv_store",
+		rk := Command{Label: lab("attn.rope_kv"), Rule: "fusion.rules:20 rope_kv_store",
 			Pipeline: p.AddPipeline("rope_kv_store_f16", Bool(0, true)),
 			Bindings: []Binding{bind(0, e.qkv), bind(1, e.rope), bind(2, lb.k), bind(3, lb.v)},
-			Params:   u32s(0, 1, hp.HeadDim, hp.Ctx), ParamsSlot: 4, Patches: []Patch{pos},
-			Grid: [3]uint32{hp.Heads + hp.KVHeads, batch, 1}, Threadgroup: [3]uint32{hp.HeadDim / 2, 1, 1}, DispatchThreads: true,
-			BytesRead: uint64(4 * (dim + 2*hp.KVHeads*hp.HeadDim) * batch)}, 4)
+			Params:   u32s(0, 1, hp.HeadDim, hp.Ctx), ParamsSlot: 4,
+			Patches: append([]Patch{{Kind: PatchPosition, Target: PatchParam, At: 0, Width: 4, Stride: 1}}, kvSeq(2)...),
+			Grid:    [3]uint32{hp.Heads + hp.KVHeads, batch, 1}, Threadgroup: [3]uint32{hp.HeadDim / 2, 1, 1}, DispatchThreads: true,
+			BytesRead: uint64(4 * (dim + 2*hp.KVHeads*hp.HeadDim) * batch)}
 		att := Command{Label: lab("attn.flash"), Pipeline: p.AddPipeline("attention_decode_f16", U32(0, hp.HeadDim)),
 			Bindings: []Binding{bind(0, e.qkv), bind(1, lb.k), bind(2, lb.v), bind(3, e.att)},
 			Params:   u32s(0, 0, 1, hp.Ctx), ParamsSlot: 4,
-			Patches: []Patch{{Kind: PatchKVLength, Target: PatchParam, At: 4, Width: 4, Stride: 1}},
+			Patches: append([]Patch{{Kind: PatchKVLength, Target: PatchParam, At: 4, Width: 4, Stride: 1}}, kvSeq(1)...),
 			Grid:    [3]uint32{hp.Heads, 1, 1}, Threadgroup: [3]uint32{128, 1, 1}, ThreadgroupMemory: 4096,
 			BytesRead: size(lb.k) + size(lb.v)}
 		if pre {
-			att.Pipeline = p.AddPipeline("attention_prefill_f16", U32(0, hp.HeadDim))
+			rk.Pipeline = p.AddPipeline("rope_kv_store_rows_f16", Bool(0, true))
+			rk.Bindings = append(rk.Bindings, bind(5, e.pos), bind(6, e.seq))
+			rk.Patches = nil
+			att.Pipeline = p.AddPipeline("attention_rows_f16", U32(0, hp.HeadDim))
+			att.Bindings = append(att.Bindings, bind(5, e.pos), bind(6, e.seq))
 			att.Grid[1] = batch
-			att.Patches = []Patch{{Kind: PatchPositionKV, Target: PatchParam, At: 0, Width: 4, Stride: 1}}
+			att.Patches = nil
 		}
+		emit(rk, 4)
 		emit(att, 8)
 		gemv(lab("attn.out"), "", lb.wo, e.att, e.x, dim, dim)
 		norm(lab("ffn_norm"), lb.ffnNorm, e.x, e.h)
@@ -232,13 +247,25 @@ func (e *exampleBufs) program(p *Plan, batch uint32, sampled bool) []Command {
 		gemv(lab("ffn.down"), "", lb.down, e.ff, e.x, ffn, dim)
 	}
 	norm("output_norm", e.outNorm, e.x, e.h)
-	// The LM head reads the tied embedding; prefill computes the last row only.
+	if pre {
+		// A batch computes the logits of the rows io.out_rows lists only:
+		// they are gathered first, and the rest runs over out rows.
+		out = append(out, Command{Label: "gather", Pipeline: p.AddPipeline("gather_rows_f32"),
+			Bindings: []Binding{bind(0, e.h), bind(1, e.rows), bind(2, e.x)}, Params: u32s(dim, 1), ParamsSlot: 3,
+			Grid: [3]uint32{dim / 32, p.Header.Target.Tuning.OutRows, 1}, Threadgroup: [3]uint32{32, 1, 1},
+			Patches:   []Patch{{Kind: PatchOutCount, Target: PatchParam, At: 4, Width: 4, Stride: 1}},
+			BytesRead: uint64(4 * dim * p.Header.Target.Tuning.OutRows)})
+		out = append(out, Command{Label: "output", Pipeline: p.AddPipeline("gemm_q8_0", U32(0, dim)),
+			Bindings: []Binding{bind(0, e.embd), bind(1, e.x), bind(2, e.logits)}, Params: u32s(hp.Vocab, 1), ParamsSlot: 3,
+			Grid: [3]uint32{(hp.Vocab + 31) / 32, 1, 1}, Threadgroup: [3]uint32{128, 1, 1},
+			Patches:   []Patch{{Kind: PatchOutCount, Target: PatchParam, At: 4, Width: 4, Stride: 1}},
+			BytesRead: size(e.embd) + uint64(4*dim*p.Header.Target.Tuning.OutRows)})
+		return out
+	}
+	// The LM head reads the tied embedding.
 	out = append(out, Command{Label: "output", Pipeline: p.AddPipeline("gemv_q8_0", U32(0, dim)),
 		Bindings: []Binding{bind(0, e.embd), bind(1, e.h), bind(2, e.logits)}, Params: u32s(hp.Vocab, 1), ParamsSlot: 3,
 		Grid: [3]uint32{hp.Vocab / 2, 1, 1}, Threadgroup: [3]uint32{32, 2, 1}, BytesRead: size(e.embd) + uint64(4*dim)})
-	if pre {
-		return out
-	}
 	if sampled {
 		out = append(out, Command{Label: "sample", Pipeline: p.AddPipeline("gumbel_f32"),
 			Bindings: []Binding{bind(0, e.logits), bind(1, e.sparams)}, Params: u32s(hp.Vocab, 0), ParamsSlot: 2,

@@ -32,6 +32,7 @@ const (
 	MaxThreadsPerGroup = 1024
 	MaxBatch           = 1 << 16 // tokens of one prefill bucket
 	MaxChainChunk      = 1 << 12 // decode tokens of one submission
+	MaxSeqs            = 1 << 12 // sequence slots of a KV cache
 
 	MaxLayers = 1 << 12
 	MaxHeads  = 1 << 16 // and head dim, kv heads

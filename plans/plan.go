@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 1
+	FormatVersion = 2
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -84,7 +84,18 @@ type Tuning struct {
 	// stop-gap for experiments: a value the runtime must act on gets a field
 	// (FORMAT.md). Keys are written in sorted order.
 	Extra map[string]string
+	// MaxSeqs (format 2) is the most sequence slots a runtime may give the
+	// KV cache; it allocates between 1 and MaxSeqs. 0 (a format-1 plan)
+	// means 1.
+	MaxSeqs uint32
+	// OutRows (format 2) is the most rows of one batch replay that produce
+	// logits: the io logits buffer holds OutRows rows.
+	OutRows uint32
 }
+
+// Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,
+// or 1 for a plan that predates it.
+func (t *Tuning) Seqs() uint32 { return max(t.MaxSeqs, 1) }
 
 // ModelFile identifies the GGUF file the plan was compiled from. The runtime
 // compares it with the file it maps (CheckModel) before trusting any weight

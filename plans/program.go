@@ -5,26 +5,95 @@ import (
 	"strings"
 )
 
-// Program names. A plan has a decode program; sampled and prefill buckets
-// are optional. Prefill programs are named PrefillPrefix + their batch size.
+// Program names. A plan has a decode program; sampled and batch (or, in
+// format 1, prefill) buckets are optional. Batch programs are named
+// BatchPrefix + their bucket size, format 1's prefill programs
+// PrefillPrefix + theirs.
 const (
 	ProgDecode    = "decode"  // one token; replayed up to ChainChunk times per submission
 	ProgSampled   = "sampled" // decode with the Gumbel-max sampling kernel before argmax
 	PrefillPrefix = "prefill."
+	BatchPrefix   = "batch."
 )
 
 // PrefillName is the name of the prefill program for batch-size bucket n.
 func PrefillName(n uint32) string { return PrefillPrefix + strconv.FormatUint(uint64(n), 10) }
 
+// BatchName is the name of the batch program for bucket n.
+func BatchName(n uint32) string { return BatchPrefix + strconv.FormatUint(uint64(n), 10) }
+
+// ProgramKind says what a program computes and how a runtime replays it.
+// The set is closed: a runtime picks its programs by kind, and a kind added
+// later raises the plan's minimum runtime version.
+type ProgramKind uint8
+
+const (
+	// KindDecode: one token of one sequence, replayed up to ChainChunk
+	// times per submission (chain decode), its argmax feeding the next
+	// replay's embedding.
+	KindDecode ProgramKind = 1 + iota
+	// KindSampled: KindDecode with Gumbel-max sampling before the argmax.
+	KindSampled
+	// KindPrefill (format 1): Batch tokens of one sequence at consecutive
+	// positions from the step's position; the last row's logits only.
+	KindPrefill
+	// KindBatch (format 2): up to Batch rows, each with its own token
+	// (io "tokens"), position (io "positions") and sequence slot (io
+	// "seqs"); logits and argmax for the up to OutRows rows listed in io
+	// "out_rows". One program shape serves a prefill chunk, a decode step
+	// of many sequences and a speculative verify pass.
+	KindBatch
+
+	programKindEnd
+)
+
+var programKindNames = [...]string{"", "decode", "sampled", "prefill", "batch"}
+
+func (k ProgramKind) String() string {
+	if k > 0 && k < programKindEnd {
+		return programKindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
 // Program is an ordered list of commands that the runtime replays as a unit.
 type Program struct {
 	Name string
 	// Batch is the number of tokens one replay processes: 1 for decode and
-	// sampled, the bucket size for prefill (the most tokens it takes; the
-	// actual count is patched in with PatchBatchLength).
+	// sampled, the bucket size for prefill and batch programs (the most
+	// rows they take; the actual count is patched in with
+	// PatchBatchLength).
 	Batch    uint32
 	Commands []Command
+	// Kind is what the program computes (format 2). A format-1 plan has
+	// none: KindOf derives it from the name.
+	Kind ProgramKind
+	// OutRows is, for a batch program, the most rows of one replay that
+	// produce logits and an argmax (the actual count is patched in with
+	// PatchOutCount); 1 for decode and sampled programs.
+	OutRows uint32
 }
+
+// KindOf is the program's kind: Kind, or for a format-1 plan the kind its
+// name gives ("decode", "sampled", "prefill.N"); 0 when neither says.
+func (p *Program) KindOf() ProgramKind {
+	if p.Kind != 0 {
+		return p.Kind
+	}
+	switch {
+	case p.Name == ProgDecode:
+		return KindDecode
+	case p.Name == ProgSampled:
+		return KindSampled
+	case strings.HasPrefix(p.Name, PrefillPrefix):
+		return KindPrefill
+	}
+	return 0
+}
+
+// Outputs is the most rows of one replay that produce outputs: OutRows, or
+// 1 for a program that predates the field.
+func (p *Program) Outputs() uint32 { return max(p.OutRows, 1) }
 
 // Command is one GPU dispatch.
 type Command struct {
@@ -89,11 +158,18 @@ const (
 	PatchBatchLength
 	// PatchStartPosition: the position of the batch's first token (prefill).
 	PatchStartPosition
+	// PatchSeq (format 2): the sequence slot of a decode step. A binding
+	// patch with it moves a KV binding to the slot's part of the cache
+	// (Stride: the bytes of one slot).
+	PatchSeq
+	// PatchOutCount (format 2): the number of rows of a batch replay that
+	// produce outputs (logits and argmax).
+	PatchOutCount
 
 	patchKindEnd
 )
 
-var patchKindNames = [...]string{"", "token", "position", "kv_length", "position_kv", "argmax_slot", "batch_length", "start_position"}
+var patchKindNames = [...]string{"", "token", "position", "kv_length", "position_kv", "argmax_slot", "batch_length", "start_position", "seq", "out_count"}
 
 func (k PatchKind) String() string {
 	if k > 0 && k < patchKindEnd {
@@ -152,6 +228,11 @@ type Step struct {
 	Pos uint32
 	// Batch is the number of tokens of the replay: 1 in decode.
 	Batch uint32
+	// Seq is the sequence slot of a decode step (format 2).
+	Seq uint32
+	// Out is the number of rows of a batch replay that produce outputs
+	// (format 2).
+	Out uint32
 }
 
 // X is the kind's value at step s, before Base and Stride. For
@@ -168,6 +249,10 @@ func (k PatchKind) X(s Step) uint64 {
 		return uint64(s.Index) + 1
 	case PatchBatchLength:
 		return uint64(s.Batch)
+	case PatchSeq:
+		return uint64(s.Seq)
+	case PatchOutCount:
+		return uint64(s.Out)
 	}
 	return 0
 }
@@ -201,14 +286,14 @@ func (p *Plan) Program(name string) *Program {
 	return nil
 }
 
-// Prefill returns the prefill program for n tokens: the smallest bucket
-// that holds them, else the largest (the runtime then splits the prompt);
-// nil if the plan has none.
-func (p *Plan) Prefill(n uint32) *Program {
+// Bucket returns the program of kind k (KindBatch, or a format-1 plan's
+// KindPrefill) for n rows: the smallest bucket that holds them, else the
+// largest (the runtime then splits the rows); nil if the plan has none.
+func (p *Plan) Bucket(k ProgramKind, n uint32) *Program {
 	var best, largest *Program
 	for i := range p.Programs {
 		q := &p.Programs[i]
-		if !strings.HasPrefix(q.Name, PrefillPrefix) {
+		if q.KindOf() != k {
 			continue
 		}
 		if largest == nil || q.Batch > largest.Batch {

@@ -49,18 +49,33 @@ func TestEveryPatchKindIsNamed(t *testing.T) {
 	}
 }
 
-func TestPrefillBuckets(t *testing.T) {
-	p := &Plan{Programs: []Program{{Name: "decode", Batch: 1}, {Name: "prefill.64", Batch: 64}, {Name: "prefill.8", Batch: 8}, {Name: "prefill.512", Batch: 512}}}
+func TestBuckets(t *testing.T) {
+	p := &Plan{Programs: []Program{{Name: "decode", Batch: 1}, {Name: "prefill.64", Batch: 64}, {Name: "prefill.8", Batch: 8}, {Name: "prefill.512", Batch: 512},
+		{Name: "batch.4", Batch: 4, Kind: KindBatch}, {Name: "batch.32", Batch: 32, Kind: KindBatch}}}
 	for _, tt := range []struct {
+		kind ProgramKind
 		n    uint32
 		want string
-	}{{1, "prefill.8"}, {8, "prefill.8"}, {9, "prefill.64"}, {512, "prefill.512"}, {5000, "prefill.512"}} {
-		if got := p.Prefill(tt.n); got == nil || got.Name != tt.want {
-			t.Errorf("Prefill(%d) = %v, want %s", tt.n, got, tt.want)
+	}{{KindPrefill, 1, "prefill.8"}, {KindPrefill, 8, "prefill.8"}, {KindPrefill, 9, "prefill.64"}, {KindPrefill, 512, "prefill.512"},
+		{KindPrefill, 5000, "prefill.512"}, {KindBatch, 1, "batch.4"}, {KindBatch, 5, "batch.32"}, {KindBatch, 33, "batch.32"}} {
+		if got := p.Bucket(tt.kind, tt.n); got == nil || got.Name != tt.want {
+			t.Errorf("Bucket(%s, %d) = %v, want %s", tt.kind, tt.n, got, tt.want)
 		}
 	}
-	if (&Plan{}).Prefill(1) != nil {
-		t.Error("a plan without prefill programs returned one")
+	if (&Plan{}).Bucket(KindBatch, 1) != nil {
+		t.Error("a plan without batch programs returned one")
+	}
+}
+
+// A format-1 plan's programs have no kind: their names give it.
+func TestKindOfAFormat1Program(t *testing.T) {
+	for name, want := range map[string]ProgramKind{"decode": KindDecode, "sampled": KindSampled, "prefill.8": KindPrefill, "other": 0} {
+		if got := (&Program{Name: name}).KindOf(); got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+	}
+	if got := (&Program{Name: "decode", Kind: KindBatch}).KindOf(); got != KindBatch {
+		t.Errorf("the kind field loses to the name: %s", got)
 	}
 }
 

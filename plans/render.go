@@ -145,7 +145,11 @@ func (r *renderer) program(pr *Program) {
 	if bw := p.Header.Target.BandwidthGBs; bw > 0 && read > 0 {
 		roof = fmt.Sprintf(", roofline %.4g replays/s at %g GB/s", bw*1e9/float64(read), bw)
 	}
-	r.line("program %s: batch %d, %d commands, %d bytes read per replay%s", pr.Name, pr.Batch, len(pr.Commands), read, roof)
+	out := ""
+	if pr.KindOf() == KindBatch {
+		out = fmt.Sprintf(", out rows %d", pr.Outputs())
+	}
+	r.line("program %s: %s, batch %d%s, %d commands, %d bytes read per replay%s", pr.Name, pr.KindOf(), pr.Batch, out, len(pr.Commands), read, roof)
 	for i := range pr.Commands {
 		c := &pr.Commands[i]
 		r.line("%s[%d] %s", pr.Name, i, c.Label)
@@ -216,7 +220,7 @@ func (p *Plan) commandFacts(c *Command, o RenderOptions) []fact {
 func (pt Patch) describe() string {
 	x := map[PatchKind]string{
 		PatchToken: "i", PatchPosition: "pos", PatchKVLength: "(pos+batch)", PatchPositionKV: "pos, (pos+batch)",
-		PatchArgmaxSlot: "(i+1)", PatchBatchLength: "batch", PatchStartPosition: "pos",
+		PatchArgmaxSlot: "(i+1)", PatchBatchLength: "batch", PatchStartPosition: "pos", PatchSeq: "seq", PatchOutCount: "out",
 	}[pt.Kind]
 	if x == "" {
 		x = "?"

@@ -59,6 +59,8 @@ func (t *Tuning) fields() []field {
 		{"attn_decode_parallel_kv", 1, &t.AttnDecodeParallelKV},
 		{"attn_prefill_v2_tokens", 1, &t.AttnPrefillV2Tokens},
 		{"extra", 1, &t.Extra},
+		{"max_seqs", 2, &t.MaxSeqs},
+		{"out_rows", 2, &t.OutRows},
 	}
 }
 
@@ -166,6 +168,8 @@ func (p *Program) fields() []field {
 		{"name", 1, &p.Name},
 		{"batch", 1, &p.Batch},
 		{"commands", 1, list(&p.Commands, MaxCommands)},
+		{"kind", 2, &p.Kind},
+		{"out_rows", 2, &p.OutRows},
 	}
 }
 
@@ -208,15 +212,17 @@ func (p *Patch) fields() []field {
 
 // The enums, written as unsigned integers.
 
-func (k *BufferKind) get() uint8  { return uint8(*k) }
-func (k *BufferKind) set(v uint8) { *k = BufferKind(v) }
-func (h *KVHalf) get() uint8      { return uint8(*h) }
-func (h *KVHalf) set(v uint8)     { *h = KVHalf(v) }
-func (t *ConstType) get() uint8   { return uint8(*t) }
-func (t *ConstType) set(v uint8)  { *t = ConstType(v) }
-func (k *PatchKind) get() uint8   { return uint8(*k) }
-func (k *PatchKind) set(v uint8)  { *k = PatchKind(v) }
-func (t *PatchTarget) get() uint8 { return uint8(*t) }
+func (k *BufferKind) get() uint8   { return uint8(*k) }
+func (k *BufferKind) set(v uint8)  { *k = BufferKind(v) }
+func (h *KVHalf) get() uint8       { return uint8(*h) }
+func (h *KVHalf) set(v uint8)      { *h = KVHalf(v) }
+func (t *ConstType) get() uint8    { return uint8(*t) }
+func (t *ConstType) set(v uint8)   { *t = ConstType(v) }
+func (k *PatchKind) get() uint8    { return uint8(*k) }
+func (k *PatchKind) set(v uint8)   { *k = PatchKind(v) }
+func (k *ProgramKind) get() uint8  { return uint8(*k) }
+func (k *ProgramKind) set(v uint8) { *k = ProgramKind(v) }
+func (t *PatchTarget) get() uint8  { return uint8(*t) }
 func (t *PatchTarget) set(v uint8) {
 	*t = PatchTarget(v)
 }

@@ -70,6 +70,8 @@ func (v *validator) header() {
 	v.inRange("header.target.tuning.chain_chunk", uint64(tu.ChainChunk), 1, MaxChainChunk)
 	v.inRange("header.target.tuning.prefill_chunk", uint64(tu.PrefillChunk), 1, MaxBatch)
 	v.inRange("header.target.tuning.norm_tg", uint64(tu.NormTG), 1, MaxThreadsPerGroup)
+	v.inRange("header.target.tuning.max_seqs", uint64(tu.MaxSeqs), 0, MaxSeqs)
+	v.inRange("header.target.tuning.out_rows", uint64(tu.OutRows), 0, MaxBatch)
 	for k, x := range tu.Extra {
 		v.name("header.target.tuning.extra key", k)
 		if len(x) > MaxTokenBytes {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"strings"
 )
 
 func (v *validator) programs() {
@@ -14,6 +13,7 @@ func (v *validator) programs() {
 		return
 	}
 	seen := map[string]bool{}
+	decodes := 0
 	for i := range p.Programs {
 		pr := &p.Programs[i]
 		where := fmt.Sprintf("program %d %q", i, pr.Name)
@@ -23,14 +23,33 @@ func (v *validator) programs() {
 		}
 		seen[pr.Name] = true
 		v.inRange(where+": batch", uint64(pr.Batch), 1, MaxBatch)
-		switch {
-		case pr.Name == ProgDecode || pr.Name == ProgSampled:
+		kind := pr.KindOf()
+		if pr.Kind >= programKindEnd {
+			v.add("%s: unknown program kind %d; this runtime knows %d", where, pr.Kind, programKindEnd-1)
+		}
+		switch kind {
+		case 0:
+			v.add("%s: no kind, and the name says none (decode, sampled, prefill.N)", where)
+		case KindDecode, KindSampled:
 			if pr.Batch != 1 {
 				v.add("%s: batch %d; a decode program takes one token", where, pr.Batch)
 			}
-		case strings.HasPrefix(pr.Name, PrefillPrefix):
+			if pr.OutRows > 1 {
+				v.add("%s: %d output rows; a decode program has one", where, pr.OutRows)
+			}
+			if kind == KindDecode {
+				decodes++
+			}
+		case KindPrefill:
 			if pr.Name != PrefillName(pr.Batch) {
 				v.add("%s: a prefill program of batch %d is named %q", where, pr.Batch, PrefillName(pr.Batch))
+			}
+		case KindBatch:
+			if pr.Name != BatchName(pr.Batch) {
+				v.add("%s: a batch program of %d rows is named %q", where, pr.Batch, BatchName(pr.Batch))
+			}
+			if pr.OutRows < 1 || pr.OutRows > pr.Batch {
+				v.add("%s: %d output rows; a batch program of %d rows has 1 to %d", where, pr.OutRows, pr.Batch, pr.Batch)
 			}
 		}
 		if len(pr.Commands) == 0 || len(pr.Commands) > MaxCommands {
@@ -41,18 +60,20 @@ func (v *validator) programs() {
 			v.command(pr, j)
 		}
 	}
-	if !seen[ProgDecode] {
-		v.add("programs: no %q program", ProgDecode)
+	if decodes != 1 {
+		v.add("programs: %d decode programs; a plan has one", decodes)
 	}
 }
 
 // stepMax is the largest value each patch kind takes over the replays a
 // program allows: decode tokens take slots 0..ChainChunk-1, positions stay
-// below the plan's context, a prefill batch holds at most its bucket.
+// below the plan's context, a prefill or batch replay holds at most its
+// bucket, a decode step's sequence slot is below MaxSeqs, a batch replay's
+// outputs at most its OutRows.
 func (v *validator) stepMax(pr *Program, k PatchKind) uint64 {
 	ctx := uint64(v.p.Model.HParams.Ctx)
 	var idx uint64 // the token slot: 0 in prefill
-	if pr.Batch == 1 {
+	if k := pr.KindOf(); k == KindDecode || k == KindSampled {
 		idx = uint64(max(v.p.Header.Target.Tuning.ChainChunk, 1)) - 1
 	}
 	switch k {
@@ -66,6 +87,10 @@ func (v *validator) stepMax(pr *Program, k PatchKind) uint64 {
 		return ctx
 	case PatchBatchLength:
 		return uint64(pr.Batch)
+	case PatchSeq:
+		return uint64(v.p.Header.Target.Tuning.Seqs()) - 1
+	case PatchOutCount:
+		return uint64(pr.Outputs())
 	}
 	return 0
 }
@@ -203,10 +228,18 @@ func (v *validator) patch(pr *Program, c *Command, where patchAt, pt Patch) {
 			return // reported with the binding
 		}
 		buf := &v.p.Buffers[b.Buffer]
+		size := buf.Size
+		if pt.Kind == PatchSeq && buf.Kind == BufKV {
+			// A KV buffer's size is one sequence slot's; the runtime
+			// allocates up to MaxSeqs of them back to back.
+			var hi uint64
+			hi, size = bits.Mul64(size, uint64(v.p.Header.Target.Tuning.Seqs()))
+			overflow = overflow || hi != 0
+		}
 		end, carry2 := bits.Add64(top, max(b.Length, 1), 0)
-		if overflow || carry2 != 0 || end > buf.Size {
+		if overflow || carry2 != 0 || end > size {
 			v.add("%s: offset %d + %d×%d (+%d bytes) exceeds buffer %q (%d bytes)",
-				where, pt.Base, pt.Stride, v.stepMax(pr, pt.Kind), max(b.Length, 1), buf.Name, buf.Size)
+				where, pt.Base, pt.Stride, v.stepMax(pr, pt.Kind), max(b.Length, 1), buf.Name, size)
 		}
 	default:
 		v.add("%s: unknown target %d", where, pt.Target)

@@ -32,10 +32,10 @@ func TestValidate(t *testing.T) {
 		want   string
 	}{
 		// Indices.
-		{"a pipeline index out of range", func(p *Plan) { cmd(p, "decode", 4).Pipeline = 12 },
-			"decode[4] L0.attn.flash: pipeline 12 of 12"},
-		{"a buffer index out of range", func(p *Plan) { cmd(p, "decode", 4).Bindings[1].Buffer = 38 },
-			"decode[4] L0.attn.flash: binding slot 1: buffer 38 of 38"},
+		{"a pipeline index out of range", func(p *Plan) { cmd(p, "decode", 4).Pipeline = 14 },
+			"decode[4] L0.attn.flash: pipeline 14 of 14"},
+		{"a buffer index out of range", func(p *Plan) { cmd(p, "decode", 4).Bindings[1].Buffer = 41 },
+			"decode[4] L0.attn.flash: binding slot 1: buffer 41 of 41"},
 		// Bindings.
 		{"a binding past its buffer", func(p *Plan) {
 			b := &cmd(p, "decode", 4).Bindings[1]
@@ -56,10 +56,14 @@ func TestValidate(t *testing.T) {
 		// Patches.
 		{"a patch past the parameters", func(p *Plan) { cmd(p, "decode", 4).Patches[0].At = 14 },
 			"decode[4] L0.attn.flash: patch 0 (kv_length): bytes [14, 18) exceed the 16 parameter bytes"},
-		{"a position+KV patch needs 8 bytes", func(p *Plan) { cmd(p, "prefill.8", 4).Patches[0].At = 12 },
-			"prefill.8[4] L0.attn.flash: patch 0 (position_kv): bytes [12, 20) exceed the 16 parameter bytes"},
+		{"a position+KV patch needs 8 bytes", func(p *Plan) {
+			pt := &cmd(p, "decode", 4).Patches[0]
+			pt.Kind, pt.At = PatchPositionKV, 12
+		}, "decode[4] L0.attn.flash: patch 0 (position_kv): bytes [12, 20) exceed the 16 parameter bytes"},
 		{"an unknown patch kind", func(p *Plan) { cmd(p, "decode", 4).Patches[0].Kind = 99 },
-			"decode[4] L0.attn.flash: patch 0 (patch(99)): unknown patch kind; this runtime knows 7"},
+			"decode[4] L0.attn.flash: patch 0 (patch(99)): unknown patch kind; this runtime knows 9"},
+		{"a seq patch past the last sequence slot", func(p *Plan) { cmd(p, "decode", 4).Patches[1].Stride = 16384 },
+			`decode[4] L0.attn.flash: patch 1 (seq): offset 0 + 16384×3 (+1 bytes) exceeds buffer "kv.L0.k" (32768 bytes)`},
 		{"a parameter patch of width 3", func(p *Plan) { cmd(p, "decode", 4).Patches[0].Width = 3 },
 			"decode[4] L0.attn.flash: patch 0 (kv_length): width 3; a parameter patch writes 4 or 8 bytes"},
 		{"a u32 patch that overflows over the context", func(p *Plan) { cmd(p, "decode", 4).Patches[0].Stride = 1 << 30 },
@@ -75,7 +79,7 @@ func TestValidate(t *testing.T) {
 			"decode[0] embed: patch 0 (token): unknown target 9"},
 		{"too many patches", func(p *Plan) {
 			c := cmd(p, "decode", 4)
-			for range MaxPatches {
+			for len(c.Patches) <= MaxPatches {
 				c.Patches = append(c.Patches, c.Patches[0])
 			}
 		}, "decode[4] L0.attn.flash: 17 patches, more than 16"},
@@ -95,13 +99,21 @@ func TestValidate(t *testing.T) {
 		{"an empty label", func(p *Plan) { cmd(p, "decode", 4).Label = "" },
 			"decode[4] : label: 0 bytes; a label has 1 to 256"},
 		// Programs.
-		{"no decode program", func(p *Plan) { p.Programs[0].Name = "embed" }, `programs: no "decode" program`},
+		{"no decode program", func(p *Plan) { p.Programs = p.Programs[1:] }, `programs: 0 decode programs; a plan has one`},
 		{"two programs of one name", func(p *Plan) { p.Programs[1].Name = "decode" },
 			`program 1 "decode": a second program of that name`},
 		{"a decode batch", func(p *Plan) { p.Programs[1].Batch = 2 },
 			`program 1 "sampled": batch 2; a decode program takes one token`},
-		{"a prefill name that is not its batch", func(p *Plan) { p.Programs[2].Name = "prefill.16" },
+		{"a batch name that is not its bucket", func(p *Plan) { p.Programs[2].Name = "batch.16" },
+			`program 2 "batch.16": a batch program of 8 rows is named "batch.8"`},
+		{"a prefill name that is not its batch", func(p *Plan) { p.Programs[2].Kind, p.Programs[2].Name = 0, "prefill.16" },
 			`program 2 "prefill.16": a prefill program of batch 8 is named "prefill.8"`},
+		{"more output rows than rows", func(p *Plan) { p.Programs[2].OutRows = 9 },
+			`program 2 "batch.8": 9 output rows; a batch program of 8 rows has 1 to 8`},
+		{"an unknown program kind", func(p *Plan) { p.Programs[2].Kind = 9 },
+			`program 2 "batch.8": unknown program kind 9; this runtime knows 4`},
+		{"a program of no kind", func(p *Plan) { p.Programs[2].Kind, p.Programs[2].Name = 0, "embed" },
+			`program 2 "embed": no kind, and the name says none (decode, sampled, prefill.N)`},
 		{"an empty program", func(p *Plan) { p.Programs[1].Commands = nil },
 			`program 1 "sampled": 0 commands; a program has 1 to 1048576`},
 		// Buffers.
@@ -118,7 +130,7 @@ func TestValidate(t *testing.T) {
 		{"a derived buffer from scratch", func(p *Plan) { buf(p, "L0.qkv").Sources[1] = 25 },
 			`buffer 10 "L0.qkv": source 25 "act.x" is a scratch buffer, not a weight`},
 		{"a derived buffer from itself", func(p *Plan) { buf(p, "L0.qkv").Sources[1] = 10 },
-			`buffer 10 "L0.qkv": source 10 is not another buffer (38 buffers)`},
+			`buffer 10 "L0.qkv": source 10 is not another buffer (41 buffers)`},
 		{"a concatenation of the wrong size", func(p *Plan) {
 			b := buf(p, "L0.qkv")
 			b.Sources = b.Sources[:2]
@@ -144,9 +156,9 @@ func TestValidate(t *testing.T) {
 		{"a field of another kind", func(p *Plan) { buf(p, "act.x").Tensor = "x" },
 			`buffer 25 "act.x": tensor is set, but a scratch buffer has none`},
 		{"an io buffer without a role", func(p *Plan) { buf(p, "io.logits").Role = "" },
-			`buffer 36 "io.logits": role: empty`},
+			`buffer 39 "io.logits": role: empty`},
 		{"a zero-size buffer", func(p *Plan) { b := buf(p, "io.logits"); b.Size, b.Shape = 0, nil },
-			`buffer 36 "io.logits": size: 0 is outside [1, 1099511627776]`},
+			`buffer 39 "io.logits": size: 0 is outside [1, 1099511627776]`},
 		// Pipelines.
 		{"a stale cache key", func(p *Plan) { p.Pipelines[2].Key = "gemv_q8_0" },
 			`pipeline 2 "gemv_q8_0": key "gemv_q8_0", its kernel and constants make "gemv_q8_0|0:u32=64"`},
@@ -185,6 +197,7 @@ func TestValidate(t *testing.T) {
 	// Problems in all, where the first has consequences.
 	consequences := map[string]int{
 		"a zero-size buffer":                    7, // every binding of it
+		"a binding whose length overflows":      2, // and the seq patch that moves it
 		"KV heads that do not divide the heads": 5, // each KV buffer's shape
 	}
 	for _, tt := range tests {
@@ -229,7 +242,7 @@ func TestDecodeValidates(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) {
 		t.Fatalf("got %v, want ErrInvalid", err)
 	}
-	if want := "plan: m.plan is invalid: decode[4] L0.attn.flash: pipeline 99 of 12"; err.Error() != want {
+	if want := "plan: m.plan is invalid: decode[4] L0.attn.flash: pipeline 99 of 14"; err.Error() != want {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}
 }

@@ -188,7 +188,7 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 	}
 	dec := p.Program(plans.ProgDecode)
 	for toks := prompt; len(toks) > 0 && rep.Mismatch == nil; {
-		pr := p.Prefill(uint32(len(toks)))
+		pr := p.Bucket(plans.KindPrefill, uint32(len(toks)))
 		if pr == nil || int(pr.Batch) > len(sa) { // one decode step per token
 			sa[0], sr[0] = uint32(toks[0]), uint32(toks[0])
 			if err := run(dec, plans.Step{Index: 0, Pos: uint32(pos), Batch: 1}); err != nil {
