@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/akunu-dev/akunu/kernels"
@@ -30,7 +31,11 @@ type scratchPlan struct {
 	values  [][]storage // per form (graph), per value
 	kv      map[int][2]uint32
 	tokens  uint32
-	logits  uint32 // io.logits, F32
+	pos     uint32 // io.positions: each batch row's position
+	seqs    uint32 // io.seqs: each batch row's sequence slot
+	outRows uint32 // io.out_rows: the rows a batch produces outputs for
+	argmax  uint32 // io.argmax: a batch's output rows' argmax
+	logits  uint32 // io.logits, F32, out rows × vocab
 	parts   uint32 // the parallel attention's partials; valid when hasPart
 	hasPart bool
 	slots0  int // tokens slots
@@ -45,20 +50,28 @@ type scratchPlan struct {
 // over the node order, a buffer reused once the values in it are dead
 // (preferring one that held a value of the same name, so names stay
 // readable: act.x, act.h, act.qkv); a buffer's size is the most any
-// program puts in it (one row in decode, the bucket's rows in prefill).
-// KV: two f16 buffers per attention layer, [head_dim, ctx, kv_heads]
-// (sliding-window layers keep the whole context for now). io.tokens holds
-// max(chain_chunk + 1, the largest bucket) u32 slots; io.logits vocab f32.
+// program puts in it (one row in decode, the bucket's rows, or its output
+// rows after the gather, in a batch program).
+// KV: two f16 buffers per attention layer, [head_dim, ctx, kv_heads] for
+// one sequence slot; the runtime allocates as many slots as it uses, up to
+// tuning.max_seqs, back to back (sliding-window layers keep the whole
+// context for now). io.tokens holds max(chain_chunk + 1, the largest
+// bucket) u32 slots; io.positions and io.seqs a u32 per row of the largest
+// bucket; io.out_rows and io.argmax a u32 per output row; io.logits the
+// output rows' vocab f32 each.
 func bufferPass(s *state) (string, error) {
 	sp := &scratchPlan{byName: map[string]*slot{}, kv: map[int][2]uint32{}}
 	s.scratch = sp
 	actBytes := s.act.BlockBytes()
-	maxRows := map[*Graph]int{}
+	maxRows, maxOut := map[*Graph]int{}, map[*Graph]int{}
+	outRows := 1
 	for _, p := range s.progs {
 		maxRows[p.g] = max(maxRows[p.g], p.rows)
+		maxOut[p.g] = max(maxOut[p.g], p.outRows)
+		outRows = max(outRows, p.outRows)
 	}
 	for _, g := range s.graphs {
-		st, err := sp.allocate(g, maxRows[g])
+		st, err := sp.allocate(g, maxRows[g], maxOut[g])
 		if err != nil {
 			return "", err
 		}
@@ -117,11 +130,21 @@ func bufferPass(s *state) (string, error) {
 	for _, b := range s.buckets {
 		sp.slots0 = max(sp.slots0, b)
 	}
-	sp.tokens = p.AddBuffer(plans.Buffer{Name: "io.tokens", Kind: plans.BufIO, Size: 4 * uint64(sp.slots0), DType: "u32",
-		Shape: []uint64{uint64(sp.slots0)}, Role: "tokens"})
+	u32s := func(name string, n int, role string) uint32 {
+		return p.AddBuffer(plans.Buffer{Name: name, Kind: plans.BufIO, Size: 4 * uint64(n), DType: "u32",
+			Shape: []uint64{uint64(n)}, Role: role})
+	}
+	sp.tokens = u32s("io.tokens", sp.slots0, "tokens")
+	if len(s.buckets) > 0 {
+		rows := slices.Max(s.buckets)
+		sp.pos = u32s("io.positions", rows, "positions")
+		sp.seqs = u32s("io.seqs", rows, "seqs")
+		sp.outRows = u32s("io.out_rows", outRows, "out_rows")
+		sp.argmax = u32s("io.argmax", outRows, "argmax")
+	}
 	vocab := uint64(s.hp.Vocab)
-	sp.logits = p.AddBuffer(plans.Buffer{Name: "io.logits", Kind: plans.BufIO, Size: 4 * vocab, DType: "f32",
-		Shape: []uint64{vocab}, Role: "logits"})
+	sp.logits = p.AddBuffer(plans.Buffer{Name: "io.logits", Kind: plans.BufIO, Size: 4 * vocab * uint64(outRows), DType: "f32",
+		Shape: []uint64{vocab, uint64(outRows)}, Role: "logits"})
 	var scratchBytes uint64
 	for _, sl := range sp.slots {
 		scratchBytes += uint64(sl.elems * actBytes)
@@ -131,8 +154,8 @@ func bufferPass(s *state) (string, error) {
 }
 
 // allocate assigns storage to the values of g, whose batch values have
-// rows rows.
-func (sp *scratchPlan) allocate(g *Graph, rows int) ([]storage, error) {
+// rows rows, and those after the gather outRows.
+func (sp *scratchPlan) allocate(g *Graph, rows, outRows int) ([]storage, error) {
 	n := len(g.Values)
 	root := make([]ValueID, n)
 	col := make([]int, n)
@@ -213,9 +236,9 @@ func (sp *scratchPlan) allocate(g *Graph, rows int) ([]storage, error) {
 			}
 			r := ValueID(v)
 			tag := tagOf(r, i)
-			need := width[r]
-			if !g.Values[r].One {
-				need *= rows
+			need := width[r] * rows
+			if g.Values[r].Out {
+				need = width[r] * outRows
 			}
 			pick := -1
 			for _, k := range held {

@@ -41,7 +41,8 @@ func emitPass(s *state) (string, error) {
 				return "", fmt.Errorf("%s %s: %w", pr.name, n.base().Label, err)
 			}
 		}
-		p.Programs = append(p.Programs, plans.Program{Name: pr.name, Batch: uint32(pr.rows), Commands: e.cmds})
+		p.Programs = append(p.Programs, plans.Program{Name: pr.name, Kind: pr.kind, Batch: uint32(pr.rows),
+			OutRows: uint32(pr.outRows), Commands: e.cmds})
 		total += len(e.cmds)
 	}
 	var read uint64
@@ -94,12 +95,30 @@ func (e *emitter) actRead(vs ...ValueID) uint64 {
 	return n
 }
 
-// batched: the command works on the batch's rows, so its batch field is
-// patched in prefill.
-func (e *emitter) batched(v ValueID) bool { return e.p.rows > 1 && !e.p.g.Values[v].One }
+// rowClass says which count a command's "batch" field holds, and so which
+// patch sets it: none in a one-token program, the batch's rows, or (after
+// the gather) its output rows.
+type rowClass uint8
+
+const (
+	rowsFixed rowClass = iota
+	rowsBatch
+	rowsOut
+)
+
+// class is the row class of a command over value v.
+func (e *emitter) class(v ValueID) rowClass {
+	switch {
+	case !e.p.batch():
+		return rowsFixed
+	case e.p.g.Values[v].Out:
+		return rowsOut
+	}
+	return rowsBatch
+}
 
 // emit appends one command of kernel k.
-func (e *emitter) emit(n Node, k *kernels.Kernel, sh kernels.Shape, params any, binds map[string]bref, batched bool, read uint64) error {
+func (e *emitter) emit(n Node, k *kernels.Kernel, sh kernels.Shape, params any, binds map[string]bref, rc rowClass, read uint64) error {
 	l, err := k.Geometry(sh, e.s.tuning)
 	if err != nil {
 		return err
@@ -130,18 +149,29 @@ func (e *emitter) emit(n Node, k *kernels.Kernel, sh kernels.Shape, params any, 
 		c.Bindings = append(c.Bindings, plans.Binding{Slot: uint32(b.Slot), Buffer: r.buf, Offset: r.off, Length: r.len})
 	}
 	c.Params = kernels.Encode(params)
-	c.Patches = e.patches(k, batched)
+	c.Patches = e.patches(k, rc)
+	if !e.p.batch() {
+		// A decode step's KV bindings move to its sequence slot: the
+		// cache holds the slots back to back, a KV buffer's size apart.
+		for bi, b := range c.Bindings {
+			if kb := k.Bindings[b.Slot]; kb.Role == kernels.RoleKV {
+				c.Patches = append(c.Patches, plans.Patch{Kind: plans.PatchSeq, Target: plans.PatchBinding, At: uint32(bi),
+					Base: b.Offset, Stride: e.s.plan.Buffers[b.Buffer].Size})
+			}
+		}
+	}
 	e.cmds = append(e.cmds, c)
 	return nil
 }
 
 // patches maps the kernel's patchable fields to the plan's patch kinds for
-// this program: decode patches token, position, kv_len and out_slot and
-// leaves batch at 1; prefill patches start position, kv_len and (for
-// commands over the batch's rows) batch, and leaves token and out_slot at
-// slot 0.
-func (e *emitter) patches(k *kernels.Kernel, batched bool) []plans.Patch {
-	decode := e.p.rows == 1
+// this program. Decode patches token, position, kv_len and out_slot and
+// leaves batch at 1. A batch patches batch with its rows, or its output
+// rows after the gather, and nothing else: its RoPE, KV writes and
+// attention read each row's position from io.positions, its embedding
+// reads from slot 0 and its argmax writes from slot 0.
+func (e *emitter) patches(k *kernels.Kernel, rc rowClass) []plans.Patch {
+	decode := !e.p.batch()
 	var out []plans.Patch
 	for role, at := range k.Patchable {
 		var kind plans.PatchKind
@@ -150,14 +180,14 @@ func (e *emitter) patches(k *kernels.Kernel, batched bool) []plans.Patch {
 			kind = plans.PatchToken
 		case role == "position" && decode:
 			kind = plans.PatchPosition
-		case role == "position":
-			kind = plans.PatchStartPosition
-		case role == "kv_len":
+		case role == "kv_len" && decode:
 			kind = plans.PatchKVLength
 		case role == "out_slot" && decode:
 			kind = plans.PatchArgmaxSlot
-		case role == "batch" && batched:
+		case role == "batch" && rc == rowsBatch:
 			kind = plans.PatchBatchLength
+		case role == "batch" && rc == rowsOut:
+			kind = plans.PatchOutCount
 		default:
 			continue
 		}
@@ -165,6 +195,17 @@ func (e *emitter) patches(k *kernels.Kernel, batched bool) []plans.Patch {
 	}
 	slices.SortFunc(out, func(a, b plans.Patch) int { return int(a.At) - int(b.At) })
 	return out
+}
+
+// rows adds the bindings of a Rows kernel: each row's position and
+// sequence slot.
+func (e *emitter) rows(binds map[string]bref) map[string]bref {
+	if e.p.batch() {
+		n := uint64(4 * e.p.rows)
+		binds["pos"] = bref{buf: e.s.scratch.pos, len: n}
+		binds["seq"] = bref{buf: e.s.scratch.seqs, len: n}
+	}
+	return binds
 }
 
 // node emits the commands of one node.
@@ -182,7 +223,7 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Dim: w},
 			kernels.EmbeddingParams{Dim: uint32(w), Vocab: uint32(t.Dims[1]), NTokens: uint32(rows), Scale: float32(n.Scale), OutStride: e.stride(out)},
 			map[string]bref{"table": e.weight(n.Table), "ids": e.whole(s.scratch.tokens), "out": e.act(out)},
-			e.batched(out), uint64(rows)*(uint64(rowBytes)+4))
+			e.class(out), uint64(rows)*(uint64(rowBytes)+4))
 	case *Norm:
 		x, out := b.In[0], b.Out[0]
 		binds := map[string]bref{"x": e.act(x), "weight": e.weight(n.Weight)}
@@ -203,13 +244,13 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		rows, w := e.p.rowsOf(x), g.Values[x].Width
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Dim: w, Bias: n.Bias != ""},
 			kernels.NormParams{Dim: uint32(w), NRows: uint32(rows), NHeads: 1, Stride: e.stride(x), Eps: float32(n.Eps)},
-			binds, e.batched(x), read)
+			binds, e.class(x), read)
 	case *HeadNorm:
 		x := b.In[0]
 		rows := e.p.rowsOf(x)
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Heads: n.Heads, Dim: n.HeadDim},
 			kernels.NormParams{Dim: uint32(n.HeadDim), NRows: uint32(rows), NHeads: uint32(n.Heads), Stride: e.stride(x), Eps: float32(n.Eps)},
-			map[string]bref{"x": e.act(x), "weight": e.weight(n.Weight)}, e.batched(x), e.actRead(x)+e.weight(n.Weight).len)
+			map[string]bref{"x": e.act(x), "weight": e.weight(n.Weight)}, e.class(x), e.actRead(x)+e.weight(n.Weight).len)
 	case *MatMul:
 		return e.matmul(n, ks[0])
 	case *Elementwise:
@@ -217,7 +258,7 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 	case *Rope:
 		x := b.In[0]
 		rows := e.p.rowsOf(x)
-		binds := map[string]bref{"x": e.act(x)}
+		binds := e.rows(map[string]bref{"x": e.act(x)})
 		f := e.factors(n.RopeArgs)
 		if f != "" {
 			binds["factors"] = e.weight(f)
@@ -227,7 +268,7 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 			kernels.RoPEParams{NTokens: uint32(rows), NHeads: uint32(n.Heads), HeadDim: uint32(n.HeadDim), RopeDim: pr.RopeDim,
 				Stride: e.stride(x), OrigCtx: pr.OrigCtx, Theta: pr.Theta, FreqScale: pr.FreqScale, AttnFactor: pr.AttnFactor,
 				ExtFactor: pr.ExtFactor, BetaFast: pr.BetaFast, BetaSlow: pr.BetaSlow},
-			binds, e.batched(x), e.actRead(x))
+			binds, e.class(x), e.actRead(x))
 	case *RopeKV:
 		q, k, v := b.In[0], b.In[1], b.In[2]
 		if e.stride(k) != e.stride(v) {
@@ -235,8 +276,8 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		}
 		rows := e.p.rowsOf(q)
 		kv := s.scratch.kv[n.KVLayer]
-		binds := map[string]bref{"q": e.act(q), "k": e.act(k), "v": e.act(v), "q_out": e.act(b.Out[0]),
-			"k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1])}
+		binds := e.rows(map[string]bref{"q": e.act(q), "k": e.act(k), "v": e.act(v), "q_out": e.act(b.Out[0]),
+			"k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1])})
 		read := e.actRead(q, k, v)
 		if n.QNorm != "" {
 			binds["q_norm"], binds["k_norm"] = e.weight(n.QNorm), e.weight(n.KNorm)
@@ -252,7 +293,7 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		pr.HeadDim, pr.HeadDimV, pr.MaxCtx = uint32(n.HeadDim), uint32(n.HeadDimV), uint32(s.ctx)
 		pr.QStride, pr.KVStride, pr.Eps = e.stride(q), e.stride(k), float32(n.Eps)
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Heads: n.Heads, KVHeads: n.KVHeads, HeadDim: n.HeadDim, HeadDimV: n.HeadDimV, Factors: f != ""},
-			pr, binds, e.batched(q), read)
+			pr, binds, e.class(q), read)
 	case *Attention:
 		q, out := b.In[0], b.Out[0]
 		kv := s.scratch.kv[n.KVLayer]
@@ -261,16 +302,16 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 			QStride: e.stride(q), OStride: e.stride(out), Scale: float32(n.Scale), Softcap: float32(n.Softcap)}
 		sh := attnShape(s, e.p, n)
 		read := e.actRead(q) + e.whole(kv[0]).len + e.whole(kv[1]).len
-		binds := map[string]bref{"q": e.act(q), "k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1]), "out": e.act(out)}
+		binds := e.rows(map[string]bref{"q": e.act(q), "k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1]), "out": e.act(out)})
 		if len(ks) == 2 {
 			binds["partials"] = e.whole(s.scratch.parts)
-			if err := e.emit(n, ks[0], sh, prm, binds, e.batched(q), read); err != nil {
+			if err := e.emit(n, ks[0], sh, prm, binds, e.class(q), read); err != nil {
 				return err
 			}
 			return e.emit(n, ks[1], sh, prm, map[string]bref{"partials": e.whole(s.scratch.parts), "out": e.act(out)},
-				false, e.whole(s.scratch.parts).len)
+				rowsFixed, e.whole(s.scratch.parts).len)
 		}
-		return e.emit(n, ks[0], sh, prm, binds, e.batched(q), read)
+		return e.emit(n, ks[0], sh, prm, binds, e.class(q), read)
 	case *Tail:
 		return e.tail(n, ks[0])
 	}
@@ -310,10 +351,10 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 	}
 	sh := kernels.Shape{Tokens: rows, N: n.N(), K: n.K, Bias: len(n.Biases) > 0}
 	if k.Op == kernels.OpGEMV {
-		return e.emit(n, k, sh, kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K)}, binds, false, read)
+		return e.emit(n, k, sh, kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K)}, binds, rowsFixed, read)
 	}
 	return e.emit(n, k, sh, kernels.GEMMParams{M: uint32(rows), N: uint32(n.N()), K: uint32(n.K),
-		LDA: e.stride(n.In[0]), LDC: e.stride(out)}, binds, e.batched(out), read)
+		LDA: e.stride(n.In[0]), LDC: e.stride(out)}, binds, e.class(out), read)
 }
 
 func (e *emitter) elementwise(n *Elementwise, k *kernels.Kernel) error {
@@ -336,7 +377,7 @@ func (e *emitter) elementwise(n *Elementwise, k *kernels.Kernel) error {
 		binds["x"], binds["out"] = e.act(in), e.act(n.Out[0])
 		prm.OutStride = e.stride(n.Out[0])
 	}
-	return e.emit(n, k, kernels.Shape{Tokens: rows, Dim: w}, prm, binds, e.batched(in), read)
+	return e.emit(n, k, kernels.Shape{Tokens: rows, Dim: w}, prm, binds, e.class(in), read)
 }
 
 func (e *emitter) tail(n *Tail, k *kernels.Kernel) error {
@@ -344,21 +385,28 @@ func (e *emitter) tail(n *Tail, k *kernels.Kernel) error {
 	in := n.In[0]
 	rows, w := e.p.rowsOf(in), e.p.g.Values[in].Width
 	switch n.Op {
-	case TailLastRow:
-		return e.emit(n, k, kernels.Shape{Tokens: rows, Dim: w, LastRow: true},
-			kernels.ElementwiseParams{NRows: uint32(rows), NCols: uint32(w), AStride: e.stride(in), OutStride: e.stride(n.Out[0])},
-			map[string]bref{"x": e.act(in), "out": e.act(n.Out[0])}, e.batched(in), e.actRead(in))
+	case TailGather:
+		out := n.Out[0]
+		outRows := e.p.rowsOf(out)
+		return e.emit(n, k, kernels.Shape{Tokens: outRows, Dim: w},
+			kernels.ElementwiseParams{NRows: uint32(outRows), NCols: uint32(w), AStride: e.stride(in), OutStride: e.stride(out)},
+			map[string]bref{"x": e.act(in), "rows": {buf: s.scratch.outRows, len: 4 * uint64(outRows)}, "out": e.act(out)},
+			e.class(out), e.actRead(out))
 	case TailToHost:
-		return e.emit(n, k, kernels.Shape{Tokens: 1, Dim: w},
-			kernels.ElementwiseParams{NRows: 1, NCols: uint32(w), AStride: e.stride(in), OutStride: uint32(w)},
-			map[string]bref{"x": e.act(in), "out": e.whole(s.scratch.logits)}, false, e.actRead(in))
+		return e.emit(n, k, kernels.Shape{Tokens: rows, Dim: w},
+			kernels.ElementwiseParams{NRows: uint32(rows), NCols: uint32(w), AStride: e.stride(in), OutStride: uint32(w)},
+			map[string]bref{"x": e.act(in), "out": {buf: s.scratch.logits, len: 4 * uint64(rows*w)}}, e.class(in), e.actRead(in))
 	case TailSample:
 		return e.emit(n, k, kernels.Shape{Vocab: w},
 			kernels.SamplingParams{Vocab: uint32(w), TopK: defaultTopK, Temperature: defaultTemperature, TopP: defaultTopP, MinP: defaultMinP},
-			map[string]bref{"logits": e.act(in)}, false, e.actRead(in))
+			map[string]bref{"logits": e.act(in)}, rowsFixed, e.actRead(in))
 	case TailArgmax:
-		return e.emit(n, k, kernels.Shape{Vocab: w}, kernels.ArgmaxParams{N: uint32(w)},
-			map[string]bref{"logits": e.act(in), "ids": e.whole(s.scratch.tokens)}, false, e.actRead(in))
+		ids := e.whole(s.scratch.tokens)
+		if e.p.batch() {
+			ids = bref{buf: s.scratch.argmax, len: 4 * uint64(rows)}
+		}
+		return e.emit(n, k, kernels.Shape{Vocab: w, Tokens: rows}, kernels.ArgmaxParams{N: uint32(w), NRows: uint32(rows)},
+			map[string]bref{"logits": e.act(in), "ids": ids}, e.class(in), e.actRead(in))
 	}
 	return fmt.Errorf("%w: tail op %s", ErrUnsupported, n.Op)
 }

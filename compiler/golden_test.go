@@ -16,11 +16,11 @@ import (
 // target's core count is fixed so that goldens do not depend on the machine.
 var goldenChips = []string{"m1", "m3-pro", "m4-max", "cpu-avx2:8"}
 
-// goldenProgram keeps a golden short: decode, sampled and the smallest
-// prefill bucket; the larger buckets differ from it only in rows and in the
-// kernels that depend on them (TestPrefillBuckets covers those).
+// goldenProgram keeps a golden short: decode, sampled and the batch bucket
+// of 8 rows; the other buckets differ from it only in rows and in the
+// kernels that depend on them (TestBatchBuckets covers those).
 func goldenProgram(name string) bool {
-	return name == plans.ProgDecode || name == plans.ProgSampled || name == plans.PrefillName(8)
+	return name == plans.ProgDecode || name == plans.ProgSampled || name == plans.BatchName(8)
 }
 
 func TestGoldenPlans(t *testing.T) {
@@ -63,30 +63,33 @@ func TestGoldenPlans(t *testing.T) {
 	}
 }
 
-func TestPrefillBuckets(t *testing.T) {
+func TestBatchBuckets(t *testing.T) {
 	path := llama8BPath(t, 2)
 	p := compile(t, path, Options{Chip: chip(t, "m4-pro")})
 	var got []string
 	for _, pr := range p.Programs {
-		if !strings.HasPrefix(pr.Name, plans.PrefillPrefix) {
+		if pr.Kind != plans.KindBatch {
 			continue
 		}
 		qkv := commandOf(p, pr.Name, "L0.attn.qkv")
 		att := commandOf(p, pr.Name, "L0.attn.attention")
 		lm := commandOf(p, pr.Name, "logits")
-		got = append(got, fmt.Sprintf("%s %s %s %s", pr.Name, p.Pipelines[qkv.Pipeline].Kernel,
+		got = append(got, fmt.Sprintf("%s out %d: %s %s %s", pr.Name, pr.OutRows, p.Pipelines[qkv.Pipeline].Kernel,
 			p.Pipelines[att.Pipeline].Kernel, p.Pipelines[lm.Pipeline].Kernel))
 	}
+	// The LM head runs over the output rows only: up to 8 the small GEMM.
 	want := []string{
-		"prefill.8 simd_gemm_small_q4_0 flash_attention_prefill_f16 gemv_wide_q4_0",
-		"prefill.32 simd_gemm_q4_0 flash_attention_prefill_f16 gemv_wide_q4_0",
-		"prefill.128 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
-		"prefill.512 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
-		"prefill.2048 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
-		"prefill.4096 simd_gemm_q4_0 flash_attention_prefill_v2_f16 gemv_wide_q4_0",
+		"batch.4 out 4: simd_gemm_small_q4_0 flash_attention_prefill_rows_f16 simd_gemm_small_q4_0",
+		"batch.8 out 8: simd_gemm_small_q4_0 flash_attention_prefill_rows_f16 simd_gemm_small_q4_0",
+		"batch.16 out 16: simd_gemm_q4_0 flash_attention_prefill_rows_f16 simd_gemm_q4_0",
+		"batch.32 out 32: simd_gemm_q4_0 flash_attention_prefill_rows_f16 simd_gemm_q4_0",
+		"batch.128 out 32: simd_gemm_q4_0 flash_attention_prefill_v2_rows_f16 simd_gemm_q4_0",
+		"batch.512 out 32: simd_gemm_q4_0 flash_attention_prefill_v2_rows_f16 simd_gemm_q4_0",
+		"batch.2048 out 32: simd_gemm_q4_0 flash_attention_prefill_v2_rows_f16 simd_gemm_q4_0",
+		"batch.4096 out 32: simd_gemm_q4_0 flash_attention_prefill_v2_rows_f16 simd_gemm_q4_0",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("prefill programs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("batch programs:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

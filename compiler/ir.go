@@ -23,8 +23,9 @@ const (
 	FormDecode Form = iota
 	// FormSampled: one token, Gumbel-max sampling before argmax.
 	FormSampled
-	// FormBatch: a prefill batch of N rows (N fixed per program), the last
-	// row's logits only.
+	// FormBatch: a batch of up to N rows (N fixed per program), each row
+	// with its own position and sequence slot; logits for the rows the
+	// runtime lists (gathered before the LM head).
 	FormBatch
 )
 
@@ -35,8 +36,9 @@ type Value struct {
 	Name  string // the spec's name ("x", "q"), or "" for an unnamed result
 	Width int
 	Layer int // -1 outside the layers
-	// One: the value has one row even in a batch graph (after last_row).
-	One bool
+	// Out: in a batch graph, the value has the batch's output rows, not
+	// its rows (after gather).
+	Out bool
 }
 
 // Graph is a model's forward pass in one form.
@@ -198,7 +200,7 @@ type Split struct {
 
 // Tail ops end a program.
 const (
-	TailLastRow = "last_row" // Out[0] = the last row of In[0] (prefill)
+	TailGather  = "gather"   // Out[0] = the rows of In[0] the runtime asks outputs of (batch)
 	TailToHost  = "to_host"  // the logits, F32, into the io buffer the host reads
 	TailSample  = "sample"   // Gumbel-max noise on the logits, in place
 	TailArgmax  = "argmax"   // the next token id into the token slot
@@ -252,7 +254,7 @@ func (n *MatMul) Kind() string {
 var nodeKinds = []string{
 	"embedding", "rmsnorm", "layernorm", "residual_rmsnorm", "residual_layernorm", "head_rmsnorm",
 	"matmul", "matmul_silu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
-	"rope", "rope_kv_write", "attention", "split", TailLastRow, TailToHost, TailSample, TailArgmax,
+	"rope", "rope_kv_write", "attention", "split", TailGather, TailToHost, TailSample, TailArgmax,
 }
 
 // String renders a node on one line, for tests and -v dumps:

@@ -19,8 +19,8 @@ import (
 // shape); s.hp, s.prog, s.tuning, s.act and s.ctx are set; each graph has
 // one node per spec op (a matmul with a bias becomes matmul + bias_add), in
 // program order, with the program's tail: decode ends to_host, argmax;
-// sampled to_host, sample, argmax; batch inserts last_row before the LM
-// head and ends to_host, argmax.
+// sampled to_host, sample, argmax; batch inserts gather (the rows whose
+// outputs are asked for) before the LM head and ends to_host, argmax.
 func lowerPass(s *state) (string, error) {
 	reg, err := specs.Builtin()
 	if err != nil {
@@ -75,7 +75,7 @@ func lowerPass(s *state) (string, error) {
 	if s.ctx < 1 || s.ctx > plans.MaxCtx {
 		return "", fmt.Errorf("%w: context %d is outside [1, %d]", ErrOptions, s.ctx, plans.MaxCtx)
 	}
-	s.buckets = prefillBuckets(s.tuning.PrefillChunk, s.ctx)
+	s.buckets = batchBuckets(s.tuning.PrefillChunk, s.ctx)
 
 	s.graphs = nil
 	for _, f := range []Form{FormDecode, FormSampled, FormBatch} {
@@ -86,13 +86,19 @@ func lowerPass(s *state) (string, error) {
 		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), s.ctx, strings.ToLower(s.act.String()), s.buckets), nil
 }
 
-// prefillBuckets are the batch sizes prefill programs are compiled for:
-// 8, 32, 128, ... (×4) below the tuning's prefill chunk, then the chunk
-// itself, none beyond the context.
-func prefillBuckets(chunk, ctx int) []int {
+// batchBuckets are the row counts batch programs are compiled for: 4, 8,
+// 16 and 32 (decode steps of a few sequences, verify passes: the GEMM's
+// small form up to 8 rows), then 128, 512, ... (×4) below the tuning's
+// prefill chunk, then the chunk itself; none beyond the context.
+func batchBuckets(chunk, ctx int) []int {
 	top := min(chunk, ctx)
 	var out []int
-	for n := 8; n < top; n *= 4 {
+	for _, n := range []int{4, 8, 16, 32} {
+		if n < top {
+			out = append(out, n)
+		}
+	}
+	for n := 128; n < top; n *= 4 {
 		out = append(out, n)
 	}
 	if top > 1 {
@@ -114,7 +120,7 @@ func lower(p *specs.Program, f Form) *Graph {
 		g.Values = append(g.Values, v)
 		return ValueID(len(g.Values) - 1)
 	}
-	one := map[ValueID]bool{}
+	out := map[ValueID]bool{} // values with the batch's output rows
 	var ops []specs.Op
 	ops = append(ops, p.Prologue...)
 	for _, l := range p.Layers {
@@ -125,18 +131,18 @@ func lower(p *specs.Program, f Form) *Graph {
 	for _, op := range ops {
 		b := Base{Layer: op.Layer, Label: label(op, &lmHead), In: clone(op.In), Out: clone(op.Out)}
 		if f == FormBatch && op.Kind == specs.OpMatmul && b.Label == "logits" {
-			// Prefill computes the logits of the batch's last row only.
-			last := newValue(op.In[0])
-			g.Values[last].One = true
-			add(&Tail{Base: Base{Layer: -1, Label: "last_row", In: []ValueID{op.In[0]}, Out: []ValueID{last}}, Op: TailLastRow})
-			b.In[0] = last
-			one[last] = true
+			// A batch computes the logits of the rows asked for only.
+			rows := newValue(op.In[0])
+			g.Values[rows].Out = true
+			add(&Tail{Base: Base{Layer: -1, Label: "gather", In: []ValueID{op.In[0]}, Out: []ValueID{rows}}, Op: TailGather})
+			b.In[0] = rows
+			out[rows] = true
 		}
 		for _, v := range b.In {
-			if one[v] {
+			if out[v] {
 				for _, o := range b.Out {
-					one[o] = true
-					g.Values[o].One = true
+					out[o] = true
+					g.Values[o].Out = true
 				}
 			}
 		}

@@ -205,7 +205,7 @@ func TestBufferPlan(t *testing.T) {
 	g := tinyLlama(FormDecode)
 	fuseFor(t, "m3-pro", g)
 	sp := &scratchPlan{byName: map[string]*slot{}}
-	st, err := sp.allocate(g, 1)
+	st, err := sp.allocate(g, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,12 +227,13 @@ func TestBufferPlan(t *testing.T) {
 	g2 := tinyLlama(FormBatch)
 	fuseFor(t, "m3-pro", g2)
 	sp2 := &scratchPlan{byName: map[string]*slot{}}
-	if _, err := sp2.allocate(g2, 8); err != nil {
+	if _, err := sp2.allocate(g2, 8, 2); err != nil {
 		t.Fatal(err)
 	}
 	if sp2.byName["act.x"].elems != 8*64 {
 		t.Errorf("act.x holds %d elements for 8 rows", sp2.byName["act.x"].elems)
 	}
+
 }
 
 func TestKVAndIOBuffersAreExact(t *testing.T) {
@@ -248,16 +249,27 @@ func TestKVAndIOBuffersAreExact(t *testing.T) {
 				t.Errorf("io.tokens %d", b.Size)
 			}
 		case b.Name == "io.logits":
-			if b.Size != 4*512 {
+			if b.Size != 4*512*32 { // vocab × out rows
 				t.Errorf("io.logits %d", b.Size)
+			}
+		case b.Name == "io.positions", b.Name == "io.seqs":
+			if b.Size != 4*300 { // a row per row of the largest bucket
+				t.Errorf("%s %d", b.Name, b.Size)
+			}
+		case b.Name == "io.out_rows", b.Name == "io.argmax":
+			if b.Size != 4*32 { // tuning.out_rows
+				t.Errorf("%s %d", b.Name, b.Size)
 			}
 		}
 	}
-	if got := prefillBuckets(4096, 300); !slices.Equal(got, []int{8, 32, 128, 300}) {
+	if got := batchBuckets(4096, 300); !slices.Equal(got, []int{4, 8, 16, 32, 128, 300}) {
 		t.Errorf("buckets %v", got)
 	}
-	if got := prefillBuckets(512, 4096); !slices.Equal(got, []int{8, 32, 128, 512}) {
+	if got := batchBuckets(512, 4096); !slices.Equal(got, []int{4, 8, 16, 32, 128, 512}) {
 		t.Errorf("cpu buckets %v", got)
+	}
+	if got := batchBuckets(512, 6); !slices.Equal(got, []int{4, 6}) {
+		t.Errorf("a short context's buckets %v", got)
 	}
 }
 

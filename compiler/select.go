@@ -12,8 +12,12 @@ import (
 // program is one program of the plan as the later passes build it.
 type program struct {
 	name string
+	kind plans.ProgramKind
 	g    *Graph
-	rows int // tokens per replay: 1, or the prefill bucket
+	rows int // tokens per replay: 1, or the batch bucket
+	// outRows are the most rows of a replay that produce outputs: 1, or
+	// min(bucket, tuning.OutRows) in a batch program.
+	outRows int
 	// kernels per node of g: none (a view), one, or two (the parallel
 	// decode attention and its reduction).
 	kernels [][]*kernels.Kernel
@@ -21,28 +25,35 @@ type program struct {
 
 // rowsOf is the number of rows value v has in p.
 func (p *program) rowsOf(v ValueID) int {
-	if p.g.Values[v].One {
-		return 1
+	if p.g.Values[v].Out {
+		return p.outRows
 	}
 	return p.rows
 }
+
+// batch reports whether p is a batch program: rows with positions and
+// sequence slots of their own, outputs for the rows listed.
+func (p *program) batch() bool { return p.kind == plans.KindBatch }
 
 // selectPass picks the kernels of every program.
 //
 // Assumes: fused graphs, weight buffers.
 // Guarantees: every node but split has its kernel(s) from the catalog, for
 // the activation dtype (F16 on GPUs, F32 on CPUs): GEMV for one row
-// (standard, large-K or wide by tuning.GEMV), GEMM for prefill (small up to
+// (standard, large-K or wide by tuning.GEMV), GEMM for batches (small up to
 // 8 rows), decode attention chosen for the plan's maximum context, prefill
-// attention for the bucket. A weight type without a kernel fails naming the
-// tensor, wrapping kernels.ErrNoKernel.
+// attention for the bucket; in batch programs the rows forms of RoPE, the
+// KV write and attention, which read each row's position and sequence
+// slot. A weight type without a kernel fails naming the tensor, wrapping
+// kernels.ErrNoKernel.
 func selectPass(s *state) (string, error) {
 	s.progs = []*program{
-		{name: plans.ProgDecode, g: s.graphs[FormDecode], rows: 1},
-		{name: plans.ProgSampled, g: s.graphs[FormSampled], rows: 1},
+		{name: plans.ProgDecode, kind: plans.KindDecode, g: s.graphs[FormDecode], rows: 1, outRows: 1},
+		{name: plans.ProgSampled, kind: plans.KindSampled, g: s.graphs[FormSampled], rows: 1, outRows: 1},
 	}
 	for _, b := range s.buckets {
-		s.progs = append(s.progs, &program{name: plans.PrefillName(uint32(b)), g: s.graphs[FormBatch], rows: b})
+		s.progs = append(s.progs, &program{name: plans.BatchName(uint32(b)), kind: plans.KindBatch, g: s.graphs[FormBatch],
+			rows: b, outRows: min(b, max(s.tuning.OutRows, 1))})
 	}
 	distinct := map[string]bool{}
 	for _, p := range s.progs {
@@ -147,18 +158,18 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if err := s.f32Tensor(n.Factors, n.LongFactors); err != nil {
 			return nil, err
 		}
-		return s.find(kernels.Spec{Op: kernels.OpRoPE, Variant: ropeVariant(n.Style)})
+		return s.find(kernels.Spec{Op: kernels.OpRoPE, Variant: ropeVariant(n.Style) | rowsVariant(p)})
 	case *RopeKV:
 		if err := s.f32Tensor(n.QNorm, n.KNorm, n.Factors, n.LongFactors); err != nil {
 			return nil, err
 		}
-		sp := kernels.Spec{Op: kernels.OpRoPEQKVWrite, Variant: ropeVariant(n.Style)}
+		sp := kernels.Spec{Op: kernels.OpRoPEQKVWrite, Variant: ropeVariant(n.Style) | rowsVariant(p)}
 		if n.QNorm != "" {
 			sp.Op = kernels.OpHeadNormRoPEKVWrite
 		}
 		return s.find(sp)
 	case *Attention:
-		if p.rows == 1 {
+		if !p.batch() {
 			k, err := kernels.SelectDecodeAttention(s.tuning, s.ctx, s.act)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", n.Label, err)
@@ -176,13 +187,13 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.Label, err)
 		}
-		return []*kernels.Kernel{k}, nil
+		return s.find(kernels.Spec{Op: kernels.OpAttentionPrefill, Variant: k.Variant | kernels.Rows})
 	case *Split:
 		return nil, nil
 	case *Tail:
 		switch n.Op {
-		case TailLastRow:
-			return s.find(kernels.Spec{Op: kernels.OpCopy})
+		case TailGather:
+			return s.find(kernels.Spec{Op: kernels.OpGatherRows})
 		case TailToHost:
 			if s.act == dtype.F32 {
 				return s.find(kernels.Spec{Op: kernels.OpCopy})
@@ -195,6 +206,14 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: %w: no kernel for %s", n.base().Label, ErrUnsupported, n.Kind())
+}
+
+// rowsVariant is the Rows flag in a batch program.
+func rowsVariant(p *program) kernels.Variant {
+	if p.batch() {
+		return kernels.Rows
+	}
+	return 0
 }
 
 func ropeVariant(st specs.RopeStyle) kernels.Variant {

@@ -236,38 +236,40 @@ var families = []*family{
 	},
 	{
 		op: OpRoPE, params: RoPEParams{},
-		summary: func(s Spec) string { return "rotate each head of x by its position, in place" + neoxNote(s) },
-		bindings: func(Spec) []Binding {
-			return []Binding{
+		summary: func(s Spec) string {
+			return "rotate each head of x by its position, in place" + neoxNote(s) + rowsNote(s)
+		},
+		bindings: func(s Spec) []Binding {
+			return append([]Binding{
 				inout("x", RoleActivation, "x [n_tokens, stride], n_heads heads of head_dim"),
 				when(in("factors", RoleWeight, "frequency factors [rope_dim/2], F32"), "has_factors"),
-			}
+			}, rowsBindings(s)...)
 		},
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
 		geometry:  ropeGeometry, geometryDoc: fixed("a threadgroup per (head, token), thread i owning pair i; grid = (heads, tokens)"),
-		instances: func() []Spec { return specs(OpRoPE, acts, 0, NeoX) },
+		instances: func() []Spec { return specs(OpRoPE, acts, 0, NeoX, Rows, NeoX|Rows) },
 	},
 	{
 		op: OpRoPEQKVWrite, params: RoPEQKVWriteParams{},
 		summary: func(s Spec) string {
-			return "rotate q and k; q to q_out, k and v into the KV cache at their positions" + neoxNote(s)
+			return "rotate q and k; q to q_out, k and v into the KV cache at their positions" + neoxNote(s) + rowsNote(s)
 		},
-		bindings:  func(s Spec) []Binding { return ropeKVBindings(false) },
+		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(false), rowsBindings(s)...) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
 		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
-		instances: func() []Spec { return specs(OpRoPEQKVWrite, acts, 0, NeoX) },
+		instances: func() []Spec { return specs(OpRoPEQKVWrite, acts, 0, NeoX, Rows, NeoX|Rows) },
 	},
 	{
 		op: OpHeadNormRoPEKVWrite, params: RoPEQKVWriteParams{},
 		summary: func(s Spec) string {
-			return "RMSNorm each head of q and k (Qwen 3, Gemma 3), then rope_qkv_write" + neoxNote(s)
+			return "RMSNorm each head of q and k (Qwen 3, Gemma 3), then rope_qkv_write" + neoxNote(s) + rowsNote(s)
 		},
-		bindings:  func(s Spec) []Binding { return ropeKVBindings(true) },
+		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(true), rowsBindings(s)...) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
 		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
 		// Only the NeoX form: the architectures with QK-norm (Qwen 3,
 		// Gemma 3) all rotate NeoX-style.
-		instances: func() []Spec { return specs(OpHeadNormRoPEKVWrite, acts, NeoX) },
+		instances: func() []Spec { return specs(OpHeadNormRoPEKVWrite, acts, NeoX, NeoX|Rows) },
 	},
 	{
 		op: OpAttentionDecode, params: AttentionParams{},
@@ -330,17 +332,17 @@ var families = []*family{
 		op: OpAttentionPrefill, params: AttentionParams{},
 		summary: func(s Spec) string {
 			if s.Variant&V2 != 0 {
-				return "causal attention of a batch of queries, tiled over queries and keys"
+				return "causal attention of a batch of queries, tiled over queries and keys" + rowsNote(s)
 			}
-			return "causal attention of a batch of queries, one query row per SIMD group"
+			return "causal attention of a batch of queries, one query row per SIMD group" + rowsNote(s)
 		},
-		bindings: func(Spec) []Binding {
-			return []Binding{
+		bindings: func(s Spec) []Binding {
+			return append([]Binding{
 				in("q", RoleActivation, "q [n_tokens, q_stride], n_heads heads of head_dim"),
 				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
 				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
 				out("out", RoleActivation, "out [n_tokens, o_stride], n_heads heads of head_dim_v"),
-			}
+			}, rowsBindings(s)...)
 		},
 		constants: func(s Spec) []Constant {
 			cs := append([]Constant(nil), attnConsts...)
@@ -356,7 +358,7 @@ var families = []*family{
 			return "one query row per SIMD group, 4 per threadgroup; grid = (ceil(tokens/4), heads)"
 		},
 		instances: func() []Spec {
-			return append(specs(OpAttentionPrefill, f16Only, 0, V2), specs(OpAttentionPrefill, f32Only)...)
+			return append(specs(OpAttentionPrefill, f16Only, 0, V2, Rows, V2|Rows), specs(OpAttentionPrefill, f32Only, 0, Rows)...)
 		},
 	},
 	{
@@ -393,11 +395,11 @@ var families = []*family{
 	},
 	{
 		op: OpArgmax, params: ArgmaxParams{},
-		summary: fixed("ids[out_slot] = argmax(logits): greedy decoding, feeding the next embedding"),
+		summary: fixed("ids[out_slot + r] = argmax(logits row r), r < n_rows: greedy decoding, feeding the next embedding"),
 		bindings: func(Spec) []Binding {
-			return []Binding{in("logits", RoleActivation, "logits [n]"), out("ids", RoleIO, "token ids, uint32")}
+			return []Binding{in("logits", RoleActivation, "logits [n_rows, n]"), out("ids", RoleIO, "token ids, uint32")}
 		},
-		geometry: vocabGeometry, geometryDoc: fixed("one threadgroup of 1024 threads over the vocabulary, reduced through threadgroup memory"),
+		geometry: argmaxGeometry, geometryDoc: fixed("a threadgroup of 1024 threads per row over the vocabulary, reduced through threadgroup memory; grid = rows"),
 		instances: func() []Spec { return specs(OpArgmax, acts) },
 	},
 	{
@@ -409,6 +411,39 @@ var families = []*family{
 		geometry: vocabGeometry, geometryDoc: fixed("one threadgroup of 1024 threads over the vocabulary, reduced through threadgroup memory"),
 		instances: func() []Spec { return specs(OpGumbelTopK, acts) },
 	},
+	{
+		op: OpGatherRows, params: ElementwiseParams{},
+		summary: fixed("out[j] = x[rows[j]], j < n_rows: the rows of a batch whose logits are asked for"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("x", RoleActivation, "x [batch rows, a_stride]"),
+				in("rows", RoleIO, "row indices [n_rows], uint32, each below the batch's rows"),
+				out("out", RoleActivation, "out [n_rows, out_stride]"),
+			}
+		},
+		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
+		instances: func() []Spec { return specs(OpGatherRows, acts) },
+	},
+}
+
+// rowsBindings are what a Rows variant reads besides its other bindings:
+// each row's position and sequence slot.
+func rowsBindings(s Spec) []Binding {
+	if s.Variant&Rows == 0 {
+		return nil
+	}
+	return []Binding{
+		in("pos", RoleIO, "positions [n_tokens], uint32: row t's position"),
+		in("seq", RoleIO, "sequence slots [n_tokens], uint32: row t's slot of the KV cache"),
+	}
+}
+
+// rowsNote is the summary's note for a Rows variant.
+func rowsNote(s Spec) string {
+	if s.Variant&Rows != 0 {
+		return "; each row at its own position (and sequence slot) from pos and seq"
+	}
+	return ""
 }
 
 func neoxNote(s Spec) string {

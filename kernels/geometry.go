@@ -449,6 +449,14 @@ func elementwiseGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 // counts for each bisection step of the top-k/top-p threshold, 8 bytes per
 // group). One threadgroup, because the result is one token and a second
 // dispatch to merge partial results costs more than the scan.
+// argmaxGeometry is vocabGeometry with a threadgroup per row of logits
+// (Tokens: the output rows; 0 counts as one).
+func argmaxGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
+	l, err := vocabGeometry(k, s, t)
+	l.Grid[0] = max(s.Tokens, 1)
+	return l, err
+}
+
 func vocabGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	if err := need(k, "Vocab", s.Vocab); err != nil {
 		return Launch{}, err

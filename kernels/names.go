@@ -40,6 +40,7 @@ const (
 	OpConvert                  // out = x, converted to another dtype
 	OpArgmax                   // ids[slot] = argmax(logits)
 	OpGumbelTopK               // logits = masked(logits)/T + Gumbel noise
+	OpGatherRows               // out[j] = x[rows[j]]: the rows of a batch that produce outputs
 	numOps
 )
 
@@ -49,7 +50,7 @@ var opNames = [numOps]string{
 	"rope", "rope_qkv_write", "head_norm_rope_kv_write", "attention_decode",
 	"attention_decode_reduce", "attention_prefill", "bias_add", "add", "mul", "scale",
 	"softcap", "silu", "gelu", "silu_gate", "gelu_gate", "copy", "convert", "argmax",
-	"gumbel_topk",
+	"gumbel_topk", "gather_rows",
 }
 
 func (o Op) String() string {
@@ -86,10 +87,11 @@ const (
 	Fast                            // decode attention: tiled over the KV range (_fast)
 	Parallel                        // decode attention: KV range split over threadgroups (_parallel)
 	V2                              // prefill attention: tiled over queries and keys (_v2)
+	Rows                            // RoPE, KV writes, prefill attention: each row's position and sequence slot from io buffers (_rows)
 	numVariants = iota
 )
 
-var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2"}
+var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows"}
 
 // Names lists the flags of v, in declaration order.
 func (v Variant) Names() []string {
@@ -118,11 +120,11 @@ var allowed = [numOps]Variant{
 	OpGEMM:                Small,
 	OpRMSNorm:             Residual,
 	OpLayerNorm:           Residual,
-	OpRoPE:                NeoX,
-	OpRoPEQKVWrite:        NeoX,
-	OpHeadNormRoPEKVWrite: NeoX,
+	OpRoPE:                NeoX | Rows,
+	OpRoPEQKVWrite:        NeoX | Rows,
+	OpHeadNormRoPEKVWrite: NeoX | Rows,
 	OpAttentionDecode:     Fast | Parallel,
-	OpAttentionPrefill:    V2,
+	OpAttentionPrefill:    V2 | Rows,
 }
 
 // Spec identifies a kernel by what it does: its op, the dtype of its weight
@@ -144,9 +146,9 @@ type Spec struct {
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
-//	rope[_neox]_<act>, rope[_neox]_qkv_write_<act>, head_norm_rope[_neox]_kv_write_<act>
+//	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows]_<act>, head_norm_rope[_neox]_kv_write[_rows]_<act>
 //	flash_attention_decode[_fast|_parallel]_<act>, flash_attention_decode_reduce_<act>
-//	flash_attention_prefill[_v2]_<act>
+//	flash_attention_prefill[_v2][_rows]_<act>
 //	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, ...
 //
 // <dtype> is the GGML name in lower case (q4_k). Kernels with a weight carry
@@ -199,17 +201,17 @@ func (s Spec) Name() (string, error) {
 	case OpRMSNorm, OpLayerNorm:
 		return flag(Residual, "residual_") + s.Op.String() + "_" + act, nil
 	case OpRoPE:
-		return "rope" + flag(NeoX, "_neox") + "_" + act, nil
+		return "rope" + flag(NeoX, "_neox") + flag(Rows, "_rows") + "_" + act, nil
 	case OpRoPEQKVWrite:
-		return "rope" + flag(NeoX, "_neox") + "_qkv_write_" + act, nil
+		return "rope" + flag(NeoX, "_neox") + "_qkv_write" + flag(Rows, "_rows") + "_" + act, nil
 	case OpHeadNormRoPEKVWrite:
-		return "head_norm_rope" + flag(NeoX, "_neox") + "_kv_write_" + act, nil
+		return "head_norm_rope" + flag(NeoX, "_neox") + "_kv_write" + flag(Rows, "_rows") + "_" + act, nil
 	case OpAttentionDecode:
 		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + "_" + act, nil
 	case OpAttentionDecodeReduce:
 		return "flash_attention_decode_reduce_" + act, nil
 	case OpAttentionPrefill:
-		return "flash_attention_prefill" + flag(V2, "_v2") + "_" + act, nil
+		return "flash_attention_prefill" + flag(V2, "_v2") + flag(Rows, "_rows") + "_" + act, nil
 	}
 	return s.Op.String() + "_" + act, nil
 }

@@ -16,7 +16,8 @@ package kernels
 // The patch roles are the plan's patch kinds: "token" (the slot of the token
 // ids buffer an embedding reads), "position" (the position of the first
 // token), "kv_len" (cached positions attended), "out_slot" (the slot argmax
-// writes) and "batch" (tokens in a prefill batch).
+// writes) and "batch" (the rows of a batch: tokens, or, for the commands
+// after a batch's gather_rows, its output rows).
 //
 // Element counts and strides are in elements of the buffer's dtype, never in
 // bytes; byte offsets into buffers are the bindings' business, not the
@@ -161,12 +162,14 @@ type ElementwiseParams struct {
 	_         uint32
 }
 
-// ArgmaxParams is the parameter struct of argmax_*: ids[out_slot] = the index
-// of the largest of n logits (the lowest index among equals).
+// ArgmaxParams is the parameter struct of argmax_*: for each of n_rows rows
+// r of n logits, ids[out_slot + r] = the index of the row's largest logit
+// (the lowest index among equals). n_rows 0 means 1: a format-1 plan's
+// argmax, which had padding there.
 type ArgmaxParams struct {
-	N       uint32 `c:"n"`                         // logits: the vocabulary size
-	OutSlot uint32 `c:"out_slot" patch:"out_slot"` // slot of the ids buffer written: the next token's
-	_       uint32
+	N       uint32 `c:"n"`                         // logits per row: the vocabulary size
+	OutSlot uint32 `c:"out_slot" patch:"out_slot"` // slot of the ids buffer written for row 0: the next token's
+	NRows   uint32 `c:"n_rows" patch:"batch"`      // rows of logits, n apart: a batch's output rows; 1 in decode
 	_       uint32
 }
 

@@ -170,13 +170,15 @@ typedef struct {
 } ElementwiseParams;
 AKUNU_STATIC_ASSERT(sizeof(ElementwiseParams) == 32, "ElementwiseParams is 32 bytes in Go");
 
-// ArgmaxParams is the parameter struct of argmax_*: ids[out_slot] = the index
-// of the largest of n logits (the lowest index among equals).
+// ArgmaxParams is the parameter struct of argmax_*: for each of n_rows rows
+// r of n logits, ids[out_slot + r] = the index of the row's largest logit
+// (the lowest index among equals). n_rows 0 means 1: a format-1 plan's
+// argmax, which had padding there.
 typedef struct {
-    uint32_t n;        //  0: logits: the vocabulary size
-    uint32_t out_slot; //  4: patched (out_slot): slot of the ids buffer written: the next token's
-    uint32_t _pad0;    //  8: padding
-    uint32_t _pad1;    // 12: padding
+    uint32_t n;        //  0: logits per row: the vocabulary size
+    uint32_t out_slot; //  4: patched (out_slot): slot of the ids buffer written for row 0: the next token's
+    uint32_t n_rows;   //  8: patched (batch): rows of logits, n apart: a batch's output rows; 1 in decode
+    uint32_t _pad0;    // 12: padding
 } ArgmaxParams;
 AKUNU_STATIC_ASSERT(sizeof(ArgmaxParams) == 16, "ArgmaxParams is 16 bytes in Go");
 

@@ -43,6 +43,13 @@ type Tuning struct {
 	// AttnPrefillV2Tokens: a prefill batch of at least this many tokens uses
 	// the v2 (flash, tiled over queries and keys) attention kernel.
 	AttnPrefillV2Tokens int `json:"attn_prefill_v2_tokens"`
+	// MaxSeqs is the most sequence slots a runtime may give the KV cache
+	// (a server's parallel conversations); it allocates only those it uses.
+	MaxSeqs int `json:"max_seqs"`
+	// OutRows is the most rows of one batch replay that produce logits (a
+	// decode step of many sequences, a speculative verify pass); the logits
+	// buffer holds that many rows.
+	OutRows int `json:"out_rows"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -171,6 +178,12 @@ var rules = []Rule{
 		"ours: one kernel shape on CPU"),
 	rule("attn_prefill_v2_tokens", always, 64,
 		"ours, unmeasured: tiling over queries pays from a few 32-row tiles on"),
+
+	rule("max_seqs", always, 64,
+		"ours: a bound, not an allocation (the runtime sizes the KV cache for the slots it uses); llama-server's default is 4 slots, busy servers run dozens"),
+
+	rule("out_rows", always, 32,
+		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),
 }
 
 // Rule sets one Tuning field when its condition holds.
