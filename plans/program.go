@@ -257,6 +257,52 @@ func (k PatchKind) X(s Step) uint64 {
 	return 0
 }
 
+// StepBounds are the limits of the steps a program is replayed with: what
+// every patch's largest value follows from.
+type StepBounds struct {
+	// Slots is the number of token slots a chain uses: ChainChunk for a
+	// decode program, 1 (slot 0) for the others.
+	Slots uint32
+	// Ctx is the plan's context: positions stay below it.
+	Ctx uint32
+	// Seqs is the number of sequence slots of the KV cache.
+	Seqs uint32
+	// Batch and Out are the program's most rows and output rows.
+	Batch, Out uint32
+}
+
+// Bounds are program pr's step bounds in this plan, with seqs sequence
+// slots (a runtime's allocation, or the plan's MaxSeqs).
+func (p *Plan) Bounds(pr *Program, seqs uint32) StepBounds {
+	b := StepBounds{Slots: 1, Ctx: p.Model.HParams.Ctx, Seqs: seqs, Batch: pr.Batch, Out: pr.Outputs()}
+	if k := pr.KindOf(); k == KindDecode || k == KindSampled {
+		b.Slots = max(p.Header.Target.Tuning.ChainChunk, 1)
+	}
+	return b
+}
+
+// Max is the largest x kind k takes over steps within b: the reference the
+// validator and the runtime's binding checks share.
+func (b StepBounds) Max(k PatchKind) uint64 {
+	switch k {
+	case PatchToken:
+		return uint64(max(b.Slots, 1)) - 1
+	case PatchArgmaxSlot:
+		return uint64(max(b.Slots, 1))
+	case PatchPosition, PatchStartPosition:
+		return uint64(max(b.Ctx, 1)) - 1
+	case PatchKVLength, PatchPositionKV: // PositionKV's larger value is the KV length
+		return uint64(b.Ctx)
+	case PatchBatchLength:
+		return uint64(b.Batch)
+	case PatchSeq:
+		return uint64(max(b.Seqs, 1)) - 1
+	case PatchOutCount:
+		return uint64(b.Out)
+	}
+	return 0
+}
+
 // Values returns the values p writes at step s: one, or two for
 // PatchPositionKV (position, then KV length). This is the reference the
 // runtimes' replay loops are tested against.

@@ -66,33 +66,11 @@ func (v *validator) programs() {
 }
 
 // stepMax is the largest value each patch kind takes over the replays a
-// program allows: decode tokens take slots 0..ChainChunk-1, positions stay
-// below the plan's context, a prefill or batch replay holds at most its
-// bucket, a decode step's sequence slot is below MaxSeqs, a batch replay's
-// outputs at most its OutRows.
+// program allows (StepBounds.Max), with the plan's own bounds: decode
+// tokens take slots 0..ChainChunk-1, positions stay below the context, a
+// decode step's sequence slot below MaxSeqs.
 func (v *validator) stepMax(pr *Program, k PatchKind) uint64 {
-	ctx := uint64(v.p.Model.HParams.Ctx)
-	var idx uint64 // the token slot: 0 in prefill
-	if k := pr.KindOf(); k == KindDecode || k == KindSampled {
-		idx = uint64(max(v.p.Header.Target.Tuning.ChainChunk, 1)) - 1
-	}
-	switch k {
-	case PatchToken:
-		return idx
-	case PatchArgmaxSlot:
-		return idx + 1
-	case PatchPosition, PatchStartPosition:
-		return max(ctx, 1) - 1
-	case PatchKVLength, PatchPositionKV: // PositionKV's larger value is the KV length
-		return ctx
-	case PatchBatchLength:
-		return uint64(pr.Batch)
-	case PatchSeq:
-		return uint64(v.p.Header.Target.Tuning.Seqs()) - 1
-	case PatchOutCount:
-		return uint64(pr.Outputs())
-	}
-	return 0
+	return v.p.Bounds(pr, v.p.Header.Target.Tuning.Seqs()).Max(k)
 }
 
 // cmdAt locates a command in messages: "decode[57] L6.attn.flash". It is

@@ -16,9 +16,12 @@ import (
 //
 // Query t of a command sits at position kv_len − n_tokens + t (the last
 // n_tokens positions of the cache, which the command's rope_qkv_write has
-// just filled); it sees keys j ≤ its position and, with a window w, j >
-// position − w. Query head h reads kv head h / (n_heads / n_kv_heads).
-// The pool splits (token, head) pairs.
+// just filled), or with the Rows variant at pos[t] in sequence slot seq[t]
+// of the cache (slots lie n_kv_heads·max_ctx rows apart); it sees keys j ≤
+// its position and, with a window w, j > position − w. Query head h reads
+// kv head h / (n_heads / n_kv_heads). The pool splits (token, head) pairs.
+// A Rows query whose position or slot lies outside the cache (which the
+// runtime never asks for) gets zeros.
 //
 // The parallel decode kernel writes, for each (head, split), the partial
 // state over keys [s·c, (s+1)·c) with c = ceil(kv_len / n_splits): the
@@ -31,12 +34,14 @@ type attention struct {
 	softcap  bool
 	window   bool
 	parallel bool
+	rows     bool
 	splits   int
 	e        *Exec
 }
 
 func bindAttention(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	a := &attention{act: actOf(k.Act), softcap: c.b("has_softcap"), window: c.b("has_window"), parallel: k.Variant&kernels.Parallel != 0}
+	a := &attention{act: actOf(k.Act), softcap: c.b("has_softcap"), window: c.b("has_window"),
+		parallel: k.Variant&kernels.Parallel != 0, rows: k.Variant&kernels.Rows != 0}
 	a.splits = int(c.u("n_splits", 1))
 	return a, unsafe.Pointer(&a.p)
 }
@@ -55,8 +60,11 @@ func (a *attention) run(e *Exec) {
 	if a.parallel {
 		items = int(p.NHeads) * a.splits
 	}
-	per := int(p.KVLen) * int(p.HeadDim+p.HeadDimV) * 2
-	e.b.pool.run(a, items, 1, per)
+	kv := int(p.KVLen)
+	if a.rows { // the last row's keys: a bound on what an item reads
+		kv = int(u32s(e.buf(4))[max(int(p.NTokens), 1)-1]) + 1
+	}
+	e.b.pool.run(a, items, 1, kv*int(p.HeadDim+p.HeadDimV)*2)
 }
 
 func (a *attention) do(w, i0, i1 int) {
@@ -70,6 +78,7 @@ func (a *attention) do(w, i0, i1 int) {
 	out := e.buf(3)
 	kvLen := int(p.KVLen)
 	nt := int(p.NTokens)
+	mc := int(p.MaxCtx)
 	for it := i0; it < i1; it++ {
 		var t, h, split int
 		if a.parallel {
@@ -77,7 +86,15 @@ func (a *attention) do(w, i0, i1 int) {
 		} else {
 			t, h = it/nh, it%nh
 		}
-		pos := kvLen - nt + t
+		pos, base := kvLen-nt+t, 0
+		if a.rows {
+			seq := int(u32s(e.buf(5))[t])
+			pos, kvLen = int(u32s(e.buf(4))[t]), 0
+			base = seq * int(p.NKVHeads) * mc
+			if end := base + int(p.NKVHeads)*mc; pos < mc && end*hd <= len(kc) && end*hdv <= len(vc) {
+				kvLen = pos + 1
+			}
+		}
 		hi := min(pos+1, kvLen)
 		lo := 0
 		if a.window && p.Window > 0 {
@@ -91,9 +108,12 @@ func (a *attention) do(w, i0, i1 int) {
 		scaleRoundF16(qf, 1) // ggml converts q to the f16 K cache's type
 		kvh := h / group
 		n := max(hi-lo, 0) // a split past kv_len is empty
+		if n == 0 {
+			lo, base = 0, 0 // nothing is read: keep the slices in range
+		}
 		sc := scores[:n]
-		kr := kc[(kvh*int(p.MaxCtx)+lo)*hd:][:n*hd]
-		vr := vc[(kvh*int(p.MaxCtx)+lo)*hdv:][:n*hdv]
+		kr := kc[(base+kvh*mc+lo)*hd:][:n*hd]
+		vr := vc[(base+kvh*mc+lo)*hdv:][:n*hdv]
 		m := scoresF16(kr, qf, p.Scale, sc)
 		if a.softcap && p.Softcap > 0 {
 			m = float32(math.Inf(-1))

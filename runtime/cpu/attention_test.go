@@ -174,12 +174,25 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 							q0 := randFloats(r, tokens*qStride, 1)
 							qb := actBytes(a, q0)
 							qs := actFloats(a, qb, tokens*qStride)
-							kc, vc := Alloc(nkv*maxCtx*hd*2), Alloc(nkv*maxCtx*hdv*2)
-							for i, f := range randFloats(r, nkv*maxCtx*hd, 1) {
-								u16s(kc)[i] = f2h(f)
+							// The Rows form reads the second of two sequence
+							// slots (the first holds other keys), at each row's
+							// own position.
+							rows := k.Variant&kernels.Rows != 0
+							slots := 1
+							if rows {
+								slots = 2
 							}
-							for i, f := range randFloats(r, nkv*maxCtx*hdv, 1) {
-								u16s(vc)[i] = f2h(f)
+							kcAll, vcAll := Alloc(slots*nkv*maxCtx*hd*2), Alloc(slots*nkv*maxCtx*hdv*2)
+							for i, f := range randFloats(r, slots*nkv*maxCtx*hd, 1) {
+								u16s(kcAll)[i] = f2h(f)
+							}
+							for i, f := range randFloats(r, slots*nkv*maxCtx*hdv, 1) {
+								u16s(vcAll)[i] = f2h(f)
+							}
+							kc, vc := kcAll[(slots-1)*nkv*maxCtx*hd*2:], vcAll[(slots-1)*nkv*maxCtx*hdv*2:]
+							posb, seqb := Alloc(4*tokens), Alloc(4*tokens)
+							for i := range tokens {
+								u32s(posb)[i], u32s(seqb)[i] = uint32(kvLen-tokens+i), 1
 							}
 							p := kernels.AttentionParams{NHeads: uint32(nh), NKVHeads: uint32(nkv), HeadDim: hd, HeadDimV: hdv, KVLen: uint32(kvLen), MaxCtx: maxCtx,
 								Position: uint32(kvLen - tokens), NTokens: uint32(tokens), Window: uint32(window), QStride: uint32(qStride), OStride: uint32(oStride),
@@ -193,6 +206,9 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts})
 								h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": hdv, "n_splits": splits}, binds{"partials": parts, "out": out})
 								oStride = nh * hdv // the reduce writes [n_heads, head_dim_v]
+							} else if rows {
+								p.KVLen, p.Position = 0, 0 // unused: the rows say
+								h.run(v.name, p, c, binds{"q": qb, "k_cache": kcAll, "v_cache": vcAll, "out": out, "pos": posb, "seq": seqb})
 							} else {
 								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "out": out})
 							}

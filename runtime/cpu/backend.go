@@ -9,11 +9,12 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // ErrUnsupported is wrapped by Bind for a kernel this backend does not
-// implement or a command it cannot run (a parameter struct of the wrong
-// size, a missing binding).
+// implement or a command it cannot run, and by Derive for a recipe it does
+// not know.
 var ErrUnsupported = errors.New("cpu: unsupported")
 
 // Options configure a Backend.
@@ -23,11 +24,19 @@ type Options struct {
 	Threads int
 }
 
-// Backend runs bound commands on the CPU. Commands run one at a time (Run
-// is not safe for concurrent use); each one may use all the threads.
+// Backend runs bound commands on the CPU. It owns its buffers (host
+// memory, or the mapped model file's bytes) and its bound programs, each
+// named by a handle (runtime/device), so that one backend serves several
+// models. Its methods are not safe for concurrent use: its owner (the
+// runtime) submits one program at a time; each command may use all the
+// threads.
 type Backend struct {
 	pool    *pool
 	scratch scratch
+	bufs    [][]byte // by buffer id - 1; nil when freed
+	progs   [][]*Exec
+	// freeBufs and freeProgs are the ids of freed entries, reused first.
+	freeBufs, freeProgs []int
 }
 
 // New starts a backend and its workers; Close stops them.
@@ -39,6 +48,9 @@ func New(o Options) *Backend {
 	b.scratch.workers = make([]workerScratch, o.Threads)
 	return b
 }
+
+// Name is "cpu".
+func (b *Backend) Name() string { return "cpu" }
 
 // Threads is the number of goroutines a command may use.
 func (b *Backend) Threads() int { return b.pool.threads }
@@ -57,6 +69,152 @@ func Alloc(size int) []byte {
 	off := int((align - uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%align) % align)
 	return raw[off : off+size : off+size]
 }
+
+// add registers data as a buffer.
+func (b *Backend) add(data []byte) device.Buffer {
+	if n := len(b.freeBufs); n > 0 {
+		i := b.freeBufs[n-1]
+		b.freeBufs = b.freeBufs[:n-1]
+		b.bufs[i] = data
+		return device.NewBuffer(i+1, len(data))
+	}
+	b.bufs = append(b.bufs, data)
+	return device.NewBuffer(len(b.bufs), len(data))
+}
+
+// Alloc allocates size zeroed bytes (Alloc's alignment) as a buffer.
+func (b *Backend) Alloc(size int) (device.Buffer, error) {
+	if size <= 0 {
+		return device.Buffer{}, fmt.Errorf("cpu: a buffer of %d bytes", size)
+	}
+	return b.add(Alloc(size)), nil
+}
+
+// Map makes host bytes (a weight of the mapped model file) a buffer,
+// without a copy: the bytes must outlive it.
+func (b *Backend) Map(data []byte) (device.Buffer, error) {
+	if len(data) == 0 {
+		return device.Buffer{}, fmt.Errorf("cpu: mapping an empty weight")
+	}
+	return b.add(data), nil
+}
+
+// Derive builds a derived weight of size bytes from srcs by recipe:
+// concat_rows copies the sources' bytes one after the other.
+func (b *Backend) Derive(recipe string, srcs []device.Buffer, size int) (device.Buffer, error) {
+	if recipe != plans.RecipeConcatRows {
+		return device.Buffer{}, fmt.Errorf("cpu: recipe %q: %w", recipe, ErrUnsupported)
+	}
+	data := Alloc(size)
+	off := 0
+	for _, s := range srcs {
+		src := b.bytes(s)
+		if src == nil || off+len(src) > size {
+			return device.Buffer{}, fmt.Errorf("cpu: concat_rows: sources of %d+ bytes for %d", off+len(src), size)
+		}
+		off += copy(data[off:], src)
+	}
+	if off != size {
+		return device.Buffer{}, fmt.Errorf("cpu: concat_rows: sources give %d of %d bytes", off, size)
+	}
+	return b.add(data), nil
+}
+
+// bytes is buffer h's memory, nil for no buffer.
+func (b *Backend) bytes(h device.Buffer) []byte {
+	if i := h.ID() - 1; i >= 0 && i < len(b.bufs) {
+		return b.bufs[i]
+	}
+	return nil
+}
+
+// Free releases a buffer; programs bound over it must be unbound first.
+func (b *Backend) Free(h device.Buffer) {
+	if i := h.ID() - 1; i >= 0 && i < len(b.bufs) && b.bufs[i] != nil {
+		b.bufs[i] = nil
+		b.freeBufs = append(b.freeBufs, i)
+	}
+}
+
+// Write copies src into dst at byte off.
+func (b *Backend) Write(dst device.Buffer, off int, src []byte) error {
+	d := b.bytes(dst)
+	if off < 0 || off > len(d)-len(src) {
+		return fmt.Errorf("cpu: write of %d bytes at %d into a buffer of %d", len(src), off, len(d))
+	}
+	copy(d[off:], src)
+	return nil
+}
+
+// Read copies len(dst) bytes of src from byte off.
+func (b *Backend) Read(dst []byte, src device.Buffer, off int) error {
+	s := b.bytes(src)
+	if off < 0 || off > len(s)-len(dst) {
+		return fmt.Errorf("cpu: read of %d bytes at %d from a buffer of %d", len(dst), off, len(s))
+	}
+	copy(dst, s[off:])
+	return nil
+}
+
+// Copy copies n bytes from src at srcOff to dst at dstOff, now: every
+// command encoded before it has already run.
+func (b *Backend) Copy(dst device.Buffer, dstOff int, src device.Buffer, srcOff int, n int) {
+	copy(b.bytes(dst)[dstOff:dstOff+n], b.bytes(src)[srcOff:srcOff+n])
+}
+
+// Bind prepares commands (resolved by device.Resolve) as one program.
+func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
+	execs := make([]*Exec, len(cmds))
+	for i := range cmds {
+		e, err := b.bindExec(&cmds[i])
+		if err != nil {
+			return device.Program{}, err
+		}
+		execs[i] = e
+	}
+	if n := len(b.freeProgs); n > 0 {
+		i := b.freeProgs[n-1]
+		b.freeProgs = b.freeProgs[:n-1]
+		b.progs[i] = execs
+		return device.NewProgram(i + 1), nil
+	}
+	b.progs = append(b.progs, execs)
+	return device.NewProgram(len(b.progs)), nil
+}
+
+// Unbind forgets a program.
+func (b *Backend) Unbind(p device.Program) {
+	if i := p.ID() - 1; i >= 0 && i < len(b.progs) && b.progs[i] != nil {
+		b.progs[i] = nil
+		b.freeProgs = append(b.freeProgs, i)
+	}
+}
+
+// Commands are program p's bound commands (tests, verify).
+func (b *Backend) Commands(p device.Program) []*Exec { return b.progs[p.ID()-1] }
+
+// SetParam writes v (width 4 or 8, little-endian) at byte at of command
+// cmd of program p: the sampling knobs a generation rewrites.
+func (b *Backend) SetParam(p device.Program, cmd, at, width int, v uint64) {
+	b.progs[p.ID()-1][cmd].SetParam(at, width, v)
+}
+
+// Encode runs program p once per step, in order, each step's patches
+// written before its commands. It does not allocate.
+func (b *Backend) Encode(p device.Program, steps []plans.Step) {
+	execs := b.progs[p.ID()-1]
+	for _, s := range steps {
+		for _, e := range execs {
+			e.Patch(s)
+			e.Run()
+		}
+	}
+}
+
+// Commit, Wait and WaitOldest have nothing to do: Encode ran everything.
+func (b *Backend) Commit()           {}
+func (b *Backend) Wait() error       { return nil }
+func (b *Backend) WaitOldest() error { return nil }
 
 // scratch is memory the kernels use between their inputs and outputs,
 // sized at bind time to the largest command so that runs never allocate.
@@ -91,7 +249,8 @@ func (s *scratch) needWorker(f, acc int) {
 }
 
 // slot is one bound buffer: the whole buffer and the binding's offset, so a
-// binding patch (the embedding's token slot) moves the offset only.
+// binding patch (the embedding's token slot, a decode step's KV slot)
+// moves the offset only.
 type slot struct {
 	buf []byte
 	off uint64
@@ -108,7 +267,7 @@ type Exec struct {
 	slots   []slot
 	params  unsafe.Pointer // the kernel's parameter struct, inside impl
 	psize   int
-	patches []plans.Patch
+	patches []device.Patch
 }
 
 // impl is a kernel's prepared state for one command. run executes it with
@@ -129,31 +288,27 @@ func (e *Exec) bound(i int) bool { return i < len(e.slots) && e.slots[i].buf != 
 // Run executes the command.
 func (e *Exec) Run() { e.impl.run(e) }
 
-// Patch writes the command's patches for step s (plans.Patch semantics:
+// Patch writes the command's patches for step s (device.Patch semantics:
 // Base + Stride·x into the parameter bytes at At, or into the offset of
-// binding At).
+// slot At).
 func (e *Exec) Patch(s plans.Step) {
 	for i := range e.patches {
 		p := &e.patches[i]
-		v := p.Base + p.Stride*p.Kind.X(s)
-		e.apply(p, p.At, v)
-		if p.Kind == plans.PatchPositionKV {
-			e.apply(p, p.At+uint32(p.Width), p.Base+p.Stride*plans.PatchKVLength.X(s))
+		v := p.Value(s)
+		if p.Binding {
+			e.slots[p.At].off = v
+			continue
+		}
+		e.SetParam(int(p.At), int(p.Width), v)
+		if p.Two() {
+			e.SetParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
 		}
 	}
 }
 
-func (e *Exec) apply(p *plans.Patch, at uint32, v uint64) {
-	if p.Target == plans.PatchBinding {
-		e.slots[at].off = v // Bind resolved At to the slot
-		return
-	}
-	e.SetParam(int(at), int(p.Width), v)
-}
-
 // SetParam writes v (width 4 or 8 bytes, little-endian) at byte at of the
 // parameter struct, the way a param patch does. Out-of-range writes are
-// ignored (Bind refused such patches).
+// ignored (Resolve refused such patches).
 func (e *Exec) SetParam(at, width int, v uint64) {
 	if at < 0 || at+width > e.psize {
 		return
@@ -196,45 +351,26 @@ func (c constants) b(name string) bool { return c.u(name, 0) != 0 }
 // command's parameter bytes and patches then write into.
 type binder func(k *kernels.Kernel, c constants) (impl, unsafe.Pointer)
 
-// Bind prepares cmd, a command of pipeline p, to run over bufs (the plan's
-// buffers by index: weights as the mmapped bytes, the rest from Alloc).
-// Everything a run needs is resolved here: the kernel, the buffer slices,
-// the constants and the parameter struct; the backend's scratch grows to
-// what the command needs.
-func (b *Backend) Bind(p plans.Pipeline, cmd *plans.Command, bufs [][]byte) (*Exec, error) {
-	k, ok := kernels.Lookup(p.Kernel)
+// bindExec prepares one resolved command. Resolve has checked its
+// bindings, parameter size and patches; what is left is the CPU's own: a
+// kernel it implements, and the kernel's prepare (shapes its code relies
+// on), which also grows the shared scratch to what the command needs.
+func (b *Backend) bindExec(cmd *device.Command) (*Exec, error) {
+	k := cmd.Kernel
+	bind, ok := binders[k.Name]
 	if !ok {
-		return nil, fmt.Errorf("cpu: %s: kernel %q: %w", cmd.Label, p.Kernel, kernels.ErrNoKernel)
-	}
-	bind, ok := binders[p.Kernel]
-	if !ok {
-		return nil, fmt.Errorf("cpu: %s: kernel %s: %w", cmd.Label, p.Kernel, ErrUnsupported)
+		return nil, fmt.Errorf("cpu: %s: kernel %s: %w", cmd.Label, k.Name, ErrUnsupported)
 	}
 	c := constants{k: k, vals: make([]uint32, len(k.Constants)), set: make([]bool, len(k.Constants))}
-	for _, pc := range p.Constants {
+	for _, pc := range cmd.Pipeline.Constants {
 		if int(pc.Index) < len(k.Constants) {
 			c.vals[pc.Index], c.set[pc.Index] = pc.Value, true
 		}
 	}
 	e := &Exec{b: b, Label: cmd.Label, Kernel: k, slots: make([]slot, len(k.Bindings))}
-	for _, bd := range cmd.Bindings {
-		if int(bd.Slot) >= len(k.Bindings) || int(bd.Slot) == k.ParamSlot {
-			return nil, fmt.Errorf("cpu: %s: %s has no buffer slot %d: %w", cmd.Label, k.Name, bd.Slot, ErrUnsupported)
-		}
-		if int(bd.Buffer) >= len(bufs) || bufs[bd.Buffer] == nil {
-			return nil, fmt.Errorf("cpu: %s: slot %d: buffer %d is not allocated: %w", cmd.Label, bd.Slot, bd.Buffer, ErrUnsupported)
-		}
-		if bd.Offset > uint64(len(bufs[bd.Buffer])) {
-			return nil, fmt.Errorf("cpu: %s: slot %d: offset %d past the buffer's %d bytes: %w", cmd.Label, bd.Slot, bd.Offset, len(bufs[bd.Buffer]), ErrUnsupported)
-		}
-		e.slots[bd.Slot] = slot{buf: bufs[bd.Buffer], off: bd.Offset}
-	}
-	for _, bd := range k.Bindings {
-		if bd.Role == kernels.RoleParam || e.slots[bd.Slot].buf != nil {
-			continue
-		}
-		if bd.When == "" || c.b(bd.When) {
-			return nil, fmt.Errorf("cpu: %s: %s: binding %s (slot %d) is not bound: %w", cmd.Label, k.Name, bd.Name, bd.Slot, ErrUnsupported)
+	for i, s := range cmd.Slots {
+		if s.Buf.Valid() {
+			e.slots[i] = slot{buf: b.bytes(s.Buf), off: s.Offset}
 		}
 	}
 	e.impl, e.params = bind(k, c)
@@ -243,32 +379,7 @@ func (b *Backend) Bind(p plans.Pipeline, cmd *plans.Command, bufs [][]byte) (*Ex
 		return nil, fmt.Errorf("cpu: %s: %s takes %d parameter bytes, the command has %d: %w", cmd.Label, k.Name, e.psize, len(cmd.Params), ErrUnsupported)
 	}
 	copy(e.Params(), cmd.Params)
-	for _, pt := range cmd.Patches {
-		switch pt.Target {
-		case plans.PatchParam:
-			n := int(pt.Width)
-			if pt.Kind == plans.PatchPositionKV {
-				n *= 2
-			}
-			if pt.Width != 4 && pt.Width != 8 || int(pt.At)+n > e.psize {
-				return nil, fmt.Errorf("cpu: %s: patch %v of %d bytes at %d outside the %d parameter bytes: %w", cmd.Label, pt.Kind, pt.Width, pt.At, e.psize, ErrUnsupported)
-			}
-		case plans.PatchBinding:
-			if !bindingIndexOK(cmd, pt.At) {
-				return nil, fmt.Errorf("cpu: %s: patch %v of binding %d: the command has %d: %w", cmd.Label, pt.Kind, pt.At, len(cmd.Bindings), ErrUnsupported)
-			}
-		default:
-			return nil, fmt.Errorf("cpu: %s: patch target %v: %w", cmd.Label, pt.Target, ErrUnsupported)
-		}
-	}
-	e.patches = append([]plans.Patch(nil), cmd.Patches...)
-	// A binding patch names an index into cmd.Bindings; resolve it to the
-	// slot now, so Patch writes the slot directly.
-	for i := range e.patches {
-		if e.patches[i].Target == plans.PatchBinding {
-			e.patches[i].At = cmd.Bindings[e.patches[i].At].Slot
-		}
-	}
+	e.patches = append([]device.Patch(nil), cmd.Patches...)
 	if pr, ok := e.impl.(preparer); ok {
 		if err := pr.prepare(e); err != nil {
 			return nil, fmt.Errorf("cpu: %s: %s: %w", cmd.Label, k.Name, err)
@@ -276,8 +387,6 @@ func (b *Backend) Bind(p plans.Pipeline, cmd *plans.Command, bufs [][]byte) (*Ex
 	}
 	return e, nil
 }
-
-func bindingIndexOK(cmd *plans.Command, at uint32) bool { return int(at) < len(cmd.Bindings) }
 
 // preparer is an impl that checks its command and sizes the scratch at bind
 // time.

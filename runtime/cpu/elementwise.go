@@ -9,9 +9,12 @@ import (
 )
 
 // elementwise is bias_add, add, mul, scale, softcap, silu, gelu, silu_gate,
-// gelu_gate, copy and convert: n_rows rows of n_cols, each operand with its
-// own row stride. A row is widened to float32, computed, and stored in the
-// output's dtype (convert_f16_to_f32 reads F16 and writes F32).
+// gelu_gate, copy, convert and gather_rows: n_rows rows of n_cols, each
+// operand with its own row stride. A row is widened to float32, computed,
+// and stored in the output's dtype (convert_f16_to_f32 reads F16 and
+// writes F32). gather_rows reads output row r from input row rows[r]; a
+// row index past the input (which the runtime never writes) gives a row of
+// zeros.
 type elementwise struct {
 	p       kernels.ElementwiseParams
 	op      kernels.Op
@@ -70,6 +73,14 @@ func (el *elementwise) do(w, i0, i1 int) {
 		src := r
 		if el.lastRow {
 			src = int(p.NRows) - 1
+		}
+		if el.op == kernels.OpGatherRows {
+			src = int(u32s(bb)[r])
+			if (src*int(p.AStride)+n)*el.in.size() > len(ab) {
+				clear(x)
+				el.out.store(ob, r*int(p.OutStride), x)
+				continue
+			}
 		}
 		el.in.load(x, ab, src*int(p.AStride), n)
 		switch el.op {

@@ -3,11 +3,13 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // harness builds single commands the way a plan would: each named binding
@@ -17,6 +19,7 @@ type harness struct {
 	t    testing.TB
 	b    *Backend
 	bufs [][]byte
+	dev  []device.Buffer // bufs[i] as mapped into b, once
 }
 
 func newHarness(t testing.TB, threads int) *harness {
@@ -45,7 +48,8 @@ func (h *harness) command(name string, params any, c consts, bs binds) (plans.Pi
 			p.Constants = append(p.Constants, plans.Constant{Index: uint32(kc.Index), Type: typ, Value: v})
 		}
 	}
-	cmd := &plans.Command{Label: "test." + name, Params: kernels.Encode(params), ParamsSlot: uint32(k.ParamSlot)}
+	cmd := &plans.Command{Label: "test." + name, Params: kernels.Encode(params), ParamsSlot: uint32(k.ParamSlot),
+		Grid: [3]uint32{1, 1, 1}, Threadgroup: [3]uint32{32, 1, 1}}
 	for _, b := range k.Bindings {
 		if buf, ok := bs[b.Name]; ok {
 			h.bufs = append(h.bufs, buf)
@@ -58,11 +62,49 @@ func (h *harness) command(name string, params any, c consts, bs binds) (plans.Pi
 func (h *harness) bind(name string, params any, c consts, bs binds) *Exec {
 	h.t.Helper()
 	p, cmd := h.command(name, params, c, bs)
-	e, err := h.b.Bind(p, cmd, h.bufs)
+	e, err := h.exec(p, cmd)
 	if err != nil {
 		h.t.Fatalf("bind %s: %v", name, err)
 	}
 	return e
+}
+
+// harnessBounds are the steps the harness's commands may take: 8 token
+// slots, positions below 1<<20, 64 sequence slots, 1<<16 rows.
+var harnessBounds = plans.StepBounds{Slots: 8, Ctx: 1 << 20, Seqs: 64, Batch: 1 << 16, Out: 1 << 16}
+
+// exec binds cmd as the runtime would: the harness's buffers mapped into
+// the backend (scratch, so writable; the test keeps reading and writing
+// the same bytes), the command resolved by device.Resolve, then bound.
+func (h *harness) exec(p plans.Pipeline, cmd *plans.Command) (*Exec, error) {
+	pl := &plans.Plan{Pipelines: []plans.Pipeline{p}}
+	for i := len(h.dev); i < len(h.bufs); i++ {
+		d, err := h.b.Map(h.bufs[i])
+		if err != nil {
+			return nil, err
+		}
+		h.dev = append(h.dev, d)
+	}
+	// The plan holds the command's buffers only, renumbered.
+	var bufs []device.Buffer
+	c := *cmd
+	c.Bindings = append([]plans.Binding(nil), cmd.Bindings...)
+	for j, bd := range c.Bindings {
+		pl.Buffers = append(pl.Buffers, plans.Buffer{Name: "b" + strconv.Itoa(j), Kind: plans.BufScratch, Size: uint64(len(h.bufs[bd.Buffer]))})
+		bufs = append(bufs, h.dev[bd.Buffer])
+		c.Bindings[j].Buffer = uint32(j)
+	}
+	c.Pipeline = 0
+	pr := &plans.Program{Name: "test", Batch: 1, Commands: []plans.Command{c}}
+	rc, err := device.Resolve(pl, pr, 0, bufs, harnessBounds)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := h.b.Bind([]device.Command{rc})
+	if err != nil {
+		return nil, err
+	}
+	return h.b.Commands(prog)[0], nil
 }
 
 func (h *harness) run(name string, params any, c consts, bs binds) {

@@ -230,7 +230,7 @@ func TestBoundChainDoesNotAllocate(t *testing.T) {
 	add := func(name string, params any, c consts, b binds, patches ...plans.Patch) {
 		p, cmd := h.command(name, params, c, b)
 		cmd.Patches = patches
-		e, err := h.b.Bind(p, cmd, h.bufs)
+		e, err := h.exec(p, cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +281,7 @@ func TestPatchesWriteWhatPlansSay(t *testing.T) {
 		{Kind: plans.PatchPositionKV, Target: plans.PatchParam, At: 8, Width: 4, Base: 1, Stride: 1},
 		{Kind: plans.PatchToken, Target: plans.PatchBinding, At: 1, Stride: 4},
 	}
-	e, err := h.b.Bind(p, cmd, h.bufs)
+	e, err := h.exec(p, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ var binders = func() map[string]binder {
 		kernels.OpConvert:               bindElementwise,
 		kernels.OpArgmax:                bindArgmax,
 		kernels.OpGumbelTopK:            bindGumbel,
+		kernels.OpGatherRows:            bindElementwise,
 	}
 	m := map[string]binder{}
 	for _, k := range kernels.All() {

@@ -96,17 +96,19 @@ func rotate(x, cs []float32, dims int, neox bool) {
 }
 
 // rope is rope_* and rope_neox_*: each head of each row of x, in place.
+// Row t is at position + t, or with the Rows variant at pos[t].
 type rope struct {
 	p      kernels.RoPEParams
 	act    act
 	neox   bool
 	factor bool
+	rows   bool
 	cfg    ropeCfg
 	e      *Exec
 }
 
 func bindRoPE(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	r := &rope{act: actOf(k.Act), neox: k.Variant&kernels.NeoX != 0, factor: c.b("has_factors")}
+	r := &rope{act: actOf(k.Act), neox: k.Variant&kernels.NeoX != 0, factor: c.b("has_factors"), rows: k.Variant&kernels.Rows != 0}
 	return r, unsafe.Pointer(&r.p)
 }
 
@@ -133,7 +135,11 @@ func (r *rope) do(w, i0, i1 int) {
 	cs, h := ws[:rd], ws[rd:rd+hd]
 	x := r.e.buf(0)
 	for t := i0; t < i1; t++ {
-		r.cfg.cache(cs, int(p.Position)+t)
+		pos := int(p.Position) + t
+		if r.rows {
+			pos = int(u32s(r.e.buf(2))[t])
+		}
+		r.cfg.cache(cs, pos)
 		for hh := range int(p.NHeads) {
 			off := t*int(p.Stride) + hh*hd
 			r.act.load(h[:rd], x, off, rd)
@@ -143,30 +149,37 @@ func (r *rope) do(w, i0, i1 int) {
 	}
 }
 
-// ropeKV is rope[_neox]_qkv_write_* and head_norm_rope_neox_kv_write_*:
-// for each token, (optionally RMSNorm each head of q and k, then) rotate q
-// into q_out, rotate k and write it, and v, into the F16 KV cache at
-// (h·max_ctx + position + t)·head_dim.
+// ropeKV is rope[_neox]_qkv_write[_rows]_* and
+// head_norm_rope_neox_kv_write[_rows]_*: for each token, (optionally
+// RMSNorm each head of q and k, then) rotate q into q_out, rotate k and
+// write it, and v, into the F16 KV cache at (h·max_ctx + p)·head_dim, p the
+// token's position: position + t, or with the Rows variant pos[t], in
+// sequence slot seq[t] of the cache (slots lie n_kv_heads·max_ctx rows
+// apart). A row whose position or slot lies outside the cache (which the
+// runtime never asks for) writes nothing.
 type ropeKV struct {
 	p      kernels.RoPEQKVWriteParams
 	act    act
 	neox   bool
 	norm   bool
 	factor bool
+	rows   bool
 	cfg    ropeCfg
 	// slots
-	sq, sk, sv, sqn, skn, sqo, skc, svc, sf int
-	e                                       *Exec
+	sq, sk, sv, sqn, skn, sqo, skc, svc, sf, spos, sseq int
+	e                                                   *Exec
 }
 
 func bindRoPEKV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	r := &ropeKV{act: actOf(k.Act), neox: k.Variant&kernels.NeoX != 0, norm: k.Op == kernels.OpHeadNormRoPEKVWrite, factor: c.b("has_factors")}
+	r := &ropeKV{act: actOf(k.Act), neox: k.Variant&kernels.NeoX != 0, norm: k.Op == kernels.OpHeadNormRoPEKVWrite,
+		factor: c.b("has_factors"), rows: k.Variant&kernels.Rows != 0}
 	slot := map[string]int{}
 	for _, b := range k.Bindings {
 		slot[b.Name] = b.Slot
 	}
 	r.sq, r.sk, r.sv, r.sqn, r.skn = slot["q"], slot["k"], slot["v"], slot["q_norm"], slot["k_norm"]
 	r.sqo, r.skc, r.svc, r.sf = slot["q_out"], slot["k_cache"], slot["v_cache"], slot["factors"]
+	r.spos, r.sseq = slot["pos"], slot["seq"]
 	return r, unsafe.Pointer(&r.p)
 }
 
@@ -197,8 +210,16 @@ func (r *ropeKV) do(w, i0, i1 int) {
 	if r.norm {
 		qn, kn = f32s(e.buf(r.sqn))[:hd], f32s(e.buf(r.skn))[:hd]
 	}
+	nkv, mc := int(p.NKVHeads), int(p.MaxCtx)
 	for t := i0; t < i1; t++ {
-		pos := int(p.Position) + t
+		pos, seq := int(p.Position)+t, 0
+		if r.rows {
+			pos, seq = int(u32s(e.buf(r.spos))[t]), int(u32s(e.buf(r.sseq))[t])
+		}
+		kslot, vslot := seq*nkv*mc*hd, seq*nkv*mc*hdv
+		if pos >= mc || kslot+nkv*mc*hd > len(kc) || vslot+nkv*mc*hdv > len(vc) {
+			continue
+		}
 		r.cfg.cache(cs, pos)
 		for hh := range int(p.NHeads) {
 			off := t*int(p.QStride) + hh*hd
@@ -218,12 +239,12 @@ func (r *ropeKV) do(w, i0, i1 int) {
 				rmsnorm(x, x, kn, p.Eps)
 			}
 			rotate(x, cs, rd, r.neox)
-			dst := kc[(hh*int(p.MaxCtx)+pos)*hd:][:hd]
+			dst := kc[kslot+(hh*mc+pos)*hd:][:hd]
 			for i, f := range x {
 				dst[i] = f2h(f)
 			}
 			offv := t*int(p.KVStride) + hh*hdv
-			dv := vc[(hh*int(p.MaxCtx)+pos)*hdv:][:hdv]
+			dv := vc[vslot+(hh*mc+pos)*hdv:][:hdv]
 			if r.act == actF16 {
 				copy(dv, u16s(v)[offv:offv+hdv])
 			} else {
