@@ -8,8 +8,8 @@ import "testing"
 // puts them side by side with llama.cpp's.
 func BenchmarkDecodeStories260K(b *testing.B) {
 	m := storiesModel(b)
-	s := m.NewSession()
-	if _, err := s.Generate(m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 1}); err != nil {
+	s := sess(b, m)
+	if _, err := s.Generate(bg, m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 1}); err != nil {
 		b.Fatal(err)
 	}
 	n := len(s.steps)

@@ -45,14 +45,29 @@ func compile(t testing.TB, model, chip string) string {
 	return out
 }
 
+// testSeqs are the sequence slots test models have: room for the sessions
+// one test holds at once.
+const testSeqs = 8
+
 func load(t testing.TB, plan, model string, threads int) *Model {
 	t.Helper()
-	m, err := Load(plan, Options{Model: model, Threads: threads})
+	m, err := Load(plan, Options{Model: model, Threads: threads, Seqs: testSeqs})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
 	return m
+}
+
+// sess is a new session of m, closed when the test ends.
+func sess(t testing.TB, m *Model) *Session {
+	t.Helper()
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }
 
 var (

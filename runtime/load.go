@@ -8,10 +8,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/akunu-dev/akunu/runtime/sampling"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
@@ -21,10 +22,13 @@ var (
 	// ErrModelFile: the GGUF file is missing or unreadable.
 	ErrModelFile = errors.New("model file")
 	// ErrUnsupportedPlan: the plan needs something this runtime does not
-	// do (a repack recipe, logits that are not f32, no decode program).
+	// do (a repack recipe, logits that are not f32, no decode program,
+	// batches of several sequences from a format-1 plan).
 	ErrUnsupportedPlan = errors.New("unsupported plan")
 	// ErrContextFull: the tokens do not fit in the plan's context.
 	ErrContextFull = errors.New("context full")
+	// ErrNoSeq: every sequence slot of the KV cache is taken.
+	ErrNoSeq = errors.New("no free sequence slot")
 )
 
 // Options configure Load.
@@ -32,17 +36,22 @@ type Options struct {
 	// Model is the GGUF file; "" means the plan's recorded file name next
 	// to the plan, then in the working directory.
 	Model string
-	// Backend runs the commands; nil means the CPU backend with Threads.
+	// Backend runs the commands, shared with other models; nil means a CPU
+	// backend with Threads that the model owns and closes.
 	Backend Backend
 	Threads int
+	// Seqs is the number of sequence slots of the KV cache: the sessions
+	// the model serves at once (0: 1). At most the plan's max_seqs; each
+	// costs the KV cache of a whole context.
+	Seqs int
 	// Progress, when set, is told what loading is doing (a stage name,
 	// bytes done and total); it is called only for stages that take long.
 	Progress func(stage string, done, total int64)
 }
 
 // Model is a plan bound to a backend over its mapped model file: every
-// buffer allocated and every command of every program bound, ready to
-// replay. It holds one KV cache, so one Session uses it at a time.
+// buffer made and every command of every program bound, ready to replay.
+// Its KV cache has Seqs sequence slots; each Session holds one.
 type Model struct {
 	Plan      *plans.Plan
 	Tokenizer *tokenizer.Tokenizer
@@ -51,33 +60,51 @@ type Model struct {
 	// LoadTime is how long Load took.
 	LoadTime time.Duration
 
-	be      Backend
-	mapping *gguf.Mapping
-	bufs    [][]byte
+	be       Backend
+	ownsBE   bool
+	mapping  *gguf.Mapping
+	bufs     []device.Buffer // the plan's buffers by index
+	progs    []device.Program
+	vocab    int
+	maxBatch int // the largest batch program's rows
 
-	tokens     []uint32  // io "tokens"
-	tokenBytes []byte    // the same buffer, as the backend's copies take it
-	logits     []float32 // io "logits"
-	// readback are two device buffers of ChainChunk token ids: chain k's
-	// tokens are copied on the device into readback[k%2], where the host
-	// reads them while chain k+1 runs (Session.decodeOverlapped).
-	readback      [2][]uint32
-	readbackBytes [2][]byte
+	// The io buffers the engine writes and reads (positions, seqs, out
+	// rows and argmax: zero in a format-1 plan).
+	io struct{ tokens, pos, seqs, outRows, argmax, logits device.Buffer }
+	tokenSlots int
+	// readback are two buffers of ChainChunk token ids: chain k's tokens
+	// are copied on the device into readback[k%2], where the host reads
+	// them while chain k+1 runs (Session.decodeOverlapped).
+	readback [2]device.Buffer
 
-	decode  *bound
-	sampled *bound
-	prefill []*bound // ascending batch
-	// sample is the sampled program's gumbel_topk command, whose knobs a
-	// generation rewrites; nil without a sampled program.
-	sample Command
-	// samplingParams are its parameter bytes as compiled.
+	decode, sampled *program
+	batch           []*program // ascending rows
+	prefill         []*program // format 1: ascending rows
+	// sampleCmd is the sampled program's gumbel_topk command, whose knobs a
+	// generation rewrites; samplingParams its parameter bytes as compiled.
+	sampleCmd      int
 	samplingParams []byte
+	// sampling is what the gumbel_topk command holds, once written.
+	sampling    sampling.Params
+	samplingSet bool
+
+	kv kvSlots
+	// out are the outputs of the last Forward (forward.go).
+	out outputs
+	// stage is host memory for io writes and reads: a u32 per row; step
+	// the one step of a replay that is not a chain.
+	stage []byte
+	step  [1]plans.Step
+	// pre is the batch a session's prompt is fed as.
+	pre Batch
+	// single are commands bound alone, for RunCommand.
+	single map[string]device.Program
 }
 
-// bound is one program with every command bound.
-type bound struct {
-	prog *plans.Program
-	cmds []Command
+// program is one program of the plan, bound.
+type program struct {
+	p *plans.Program
+	h device.Program
 }
 
 // ModelPathFor is where Load looks for the plan's GGUF file when Options
@@ -114,8 +141,15 @@ func Load(planPath string, o Options) (*Model, error) {
 }
 
 // New binds a plan over the model file o.Model.
-func New(p *plans.Plan, o Options) (m *Model, err error) {
+func New(p *plans.Plan, o Options) (*Model, error) {
 	start := time.Now()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	seqs := max(o.Seqs, 1)
+	if limit := int(p.Header.Target.Tuning.Seqs()); seqs > limit {
+		return nil, fmt.Errorf("runtime: %d sequence slots asked for; the plan allows %d (akunuc compile sets max_seqs by chip): %w", seqs, limit, ErrUnsupportedPlan)
+	}
 	st, err := os.Stat(o.Model)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: the plan needs its model file %s (compiled from %s of %d bytes); pass it with --model or put it next to the plan: %w",
@@ -133,38 +167,56 @@ func New(p *plans.Plan, o Options) (m *Model, err error) {
 		mp.Close()
 		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
 	}
-	be := o.Backend
-	if be == nil {
-		be = NewCPU(o.Threads)
+	m := &Model{Plan: p, ModelPath: o.Model, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab)}
+	if m.be == nil {
+		m.be, m.ownsBE = NewCPU(o.Threads), true
 	}
-	m = &Model{Plan: p, ModelPath: o.Model, be: be, mapping: mp}
-	defer func() {
-		if err != nil {
-			m.Close()
-			m = nil
-		}
-	}()
-	if m.Tokenizer, err = Tokenizer(&p.Model.Tokenizer); err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
-	}
-	if err := m.allocate(o.Progress); err != nil {
-		return nil, err
-	}
-	if err := m.bindAll(); err != nil {
+	if err := m.init(seqs, o.Progress); err != nil {
+		m.Close() // m, not a nil result: what was made is released
 		return nil, err
 	}
 	m.LoadTime = time.Since(start)
 	return m, nil
 }
 
+// init does what New does after mapping: tokenizer, buffers, programs.
+func (m *Model) init(seqs int, progress func(string, int64, int64)) error {
+	var err error
+	if m.Tokenizer, err = Tokenizer(&m.Plan.Model.Tokenizer); err != nil {
+		return fmt.Errorf("runtime: %w", err)
+	}
+	m.kv.init(seqs)
+	if err := m.allocate(progress); err != nil {
+		return err
+	}
+	return m.bindAll()
+}
+
 // Backend is the backend the model runs on.
 func (m *Model) Backend() Backend { return m.be }
 
-// Close releases the backend and the mapping.
+// Close releases what the model made on its backend (and the backend, if
+// the model owns it) and the mapping. Sessions must not be used afterwards.
 func (m *Model) Close() error {
 	if m.be != nil {
-		m.be.Close()
-		m.be = nil
+		if m.ownsBE {
+			m.be.Close()
+		} else {
+			for _, h := range m.progs {
+				m.be.Unbind(h)
+			}
+			for _, b := range m.bufs {
+				if b.Valid() {
+					m.be.Free(b)
+				}
+			}
+			for _, b := range m.readback {
+				if b.Valid() {
+					m.be.Free(b)
+				}
+			}
+		}
+		m.be, m.progs, m.bufs = nil, nil, nil
 	}
 	if m.mapping != nil {
 		err := m.mapping.Close()
@@ -174,19 +226,29 @@ func (m *Model) Close() error {
 	return nil
 }
 
-// allocate makes every buffer of the plan: weights are the mapped file's
-// bytes, derived weights are built from them, the rest is device memory.
+// allocate makes every buffer of the plan on the backend: weights are the
+// mapped file's bytes, mapped (or uploaded) by the backend; derived weights
+// are built by the backend from them by their recipe; constants are
+// written; scratch and io are allocated; the KV cache has a slot per
+// sequence, back to back.
 func (m *Model) allocate(progress func(string, int64, int64)) error {
 	p := m.Plan
 	file := m.mapping.Bytes()
-	m.bufs = make([][]byte, len(p.Buffers))
-	var derivedTotal, derivedDone int64
+	m.bufs = make([]device.Buffer, len(p.Buffers))
+	var total, done int64
 	for _, b := range p.Buffers {
-		if b.Kind == plans.BufDerived {
-			derivedTotal += int64(b.Size)
+		if b.Kind == plans.BufWeight || b.Kind == plans.BufDerived {
+			total += int64(b.Size)
 		}
 	}
 	start, last := time.Now(), time.Now()
+	report := func(n uint64) {
+		done += int64(n)
+		if progress != nil && time.Since(last) > 500*time.Millisecond && time.Since(start) > time.Second {
+			last = time.Now()
+			progress("weights", done, total)
+		}
+	}
 	for i := range p.Buffers {
 		b := &p.Buffers[i]
 		var err error
@@ -196,41 +258,28 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 				return fmt.Errorf("runtime: buffer %q: tensor %q at [%d, %d) lies outside %s (%d bytes): %w",
 					b.Name, b.Tensor, b.Offset, b.Offset+b.Size, m.ModelPath, len(file), plans.ErrPlanMismatch)
 			}
-			m.bufs[i], err = m.be.Wrap(file[b.Offset : b.Offset+b.Size : b.Offset+b.Size])
+			m.bufs[i], err = m.be.Map(file[b.Offset : b.Offset+b.Size : b.Offset+b.Size])
+			report(b.Size)
 		case plans.BufDerived:
-			if b.Recipe != plans.RecipeConcatRows {
-				return fmt.Errorf("runtime: buffer %q: recipe %q: %w", b.Name, b.Recipe, ErrUnsupportedPlan)
-			}
-			data, err := m.be.Alloc(int(b.Size))
-			if err != nil {
-				return fmt.Errorf("runtime: buffer %q: %w", b.Name, err)
-			}
-			off := uint64(0)
-			for _, s := range b.Sources {
+			srcs := make([]device.Buffer, len(b.Sources))
+			for j, s := range b.Sources {
 				if int(s) >= i || p.Buffers[s].Kind != plans.BufWeight {
 					return fmt.Errorf("runtime: buffer %q: source %d is not a weight before it: %w", b.Name, s, plans.ErrInvalid)
 				}
-				src := m.bufs[s]
-				if off+uint64(len(src)) > b.Size {
-					return fmt.Errorf("runtime: buffer %q: sources exceed its %d bytes: %w", b.Name, b.Size, plans.ErrInvalid)
-				}
-				copy(data[off:], src)
-				off += uint64(len(src))
-				derivedDone += int64(len(src))
-				if progress != nil && time.Since(last) > 500*time.Millisecond && time.Since(start) > time.Second {
-					last = time.Now()
-					progress("derived weights", derivedDone, derivedTotal)
-				}
+				srcs[j] = m.bufs[s]
 			}
-			if off != b.Size {
-				return fmt.Errorf("runtime: buffer %q: sources give %d of its %d bytes: %w", b.Name, off, b.Size, plans.ErrInvalid)
+			if b.Recipe != plans.RecipeConcatRows && !strings.HasPrefix(b.Recipe, plans.RecipeRepackPrefix) {
+				return fmt.Errorf("runtime: buffer %q: recipe %q: %w", b.Name, b.Recipe, ErrUnsupportedPlan)
 			}
-			m.bufs[i] = data
+			m.bufs[i], err = m.be.Derive(b.Recipe, srcs, int(b.Size))
+			report(b.Size)
 		case plans.BufConstant, plans.BufParams:
 			if m.bufs[i], err = m.be.Alloc(int(b.Size)); err == nil {
-				copy(m.bufs[i], b.Data)
+				err = m.be.Write(m.bufs[i], 0, b.Data)
 			}
-		case plans.BufScratch, plans.BufKV, plans.BufIO:
+		case plans.BufKV:
+			m.bufs[i], err = m.be.Alloc(int(b.Size) * m.kv.seqs)
+		case plans.BufScratch, plans.BufIO:
 			m.bufs[i], err = m.be.Alloc(int(b.Size))
 		default:
 			return fmt.Errorf("runtime: buffer %q: kind %v: %w", b.Name, b.Kind, ErrUnsupportedPlan)
@@ -239,84 +288,105 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 			return fmt.Errorf("runtime: buffer %q: %w", b.Name, err)
 		}
 		if b.Kind == plans.BufIO {
-			switch b.Role {
-			case "tokens":
-				m.tokenBytes = m.bufs[i]
-				m.tokens = u32s(m.bufs[i])
-			case "logits":
-				if b.DType != "" && b.DType != "f32" {
-					return fmt.Errorf("runtime: buffer %q: logits of dtype %s: %w", b.Name, b.DType, ErrUnsupportedPlan)
-				}
-				m.logits = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(m.bufs[i]))), len(m.bufs[i])/4)
+			if err := m.ioBuffer(b, m.bufs[i]); err != nil {
+				return err
 			}
 		}
 	}
 	if progress != nil && time.Since(start) > time.Second {
-		progress("derived weights", derivedTotal, derivedTotal)
+		progress("weights", total, total)
 	}
 	switch {
-	case m.tokens == nil:
+	case !m.io.tokens.Valid():
 		return fmt.Errorf("runtime: the plan has no io \"tokens\" buffer: %w", ErrUnsupportedPlan)
-	case len(m.logits) < int(p.Model.HParams.Vocab):
-		return fmt.Errorf("runtime: the plan has no io \"logits\" buffer of %d values: %w", p.Model.HParams.Vocab, ErrUnsupportedPlan)
+	case !m.io.logits.Valid() || m.io.logits.Size() < 4*m.vocab:
+		return fmt.Errorf("runtime: the plan has no io \"logits\" buffer of %d values: %w", m.vocab, ErrUnsupportedPlan)
 	}
-	m.logits = m.logits[:p.Model.HParams.Vocab]
+	m.tokenSlots = m.io.tokens.Size() / 4
 	for i := range m.readback {
 		b, err := m.be.Alloc(4 * m.chainChunk())
 		if err != nil {
 			return fmt.Errorf("runtime: the chain readback buffer: %w", err)
 		}
-		m.readbackBytes[i], m.readback[i] = b, u32s(b)
+		m.readback[i] = b
 	}
 	return nil
 }
 
-// u32s views device bytes as uint32s (Alloc's memory is 64-byte aligned
-// on the CPU, page-aligned on Metal).
-func u32s(b []byte) []uint32 {
-	return unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+// ioBuffer records an io buffer the engine writes or reads, by its role.
+func (m *Model) ioBuffer(b *plans.Buffer, h device.Buffer) error {
+	switch b.Role {
+	case "tokens":
+		m.io.tokens = h
+	case "positions":
+		m.io.pos = h
+	case "seqs":
+		m.io.seqs = h
+	case "out_rows":
+		m.io.outRows = h
+	case "argmax":
+		m.io.argmax = h
+	case "logits":
+		if b.DType != "" && b.DType != "f32" {
+			return fmt.Errorf("runtime: buffer %q: logits of dtype %s: %w", b.Name, b.DType, ErrUnsupportedPlan)
+		}
+		m.io.logits = h
+	}
+	return nil
 }
 
-// bindAll creates every pipeline and binds every command of every program.
+// bindAll resolves and binds every program: decode, sampled, the batch
+// programs (or a format-1 plan's prefill programs).
 func (m *Model) bindAll() error {
 	p := m.Plan
-	pipes := make([]Pipeline, len(p.Pipelines))
-	for i, pl := range p.Pipelines {
-		var err error
-		if pipes[i], err = m.be.Pipeline(pl); err != nil {
-			return fmt.Errorf("runtime: pipeline %s: %w", pl.Key, err)
-		}
-	}
 	for pi := range p.Programs {
-		prog := &p.Programs[pi]
-		b := &bound{prog: prog, cmds: make([]Command, len(prog.Commands))}
-		for ci := range prog.Commands {
-			c := &prog.Commands[ci]
-			if int(c.Pipeline) >= len(pipes) {
-				return fmt.Errorf("runtime: %s[%d] %s: pipeline %d of %d: %w", prog.Name, ci, c.Label, c.Pipeline, len(pipes), plans.ErrInvalid)
-			}
-			cmd, err := m.be.Bind(pipes[c.Pipeline], c, m.bufs)
+		pr := &p.Programs[pi]
+		cmds := make([]device.Command, len(pr.Commands))
+		bounds := p.Bounds(pr, uint32(m.kv.seqs))
+		for ci := range pr.Commands {
+			c, err := device.Resolve(p, pr, ci, m.bufs, bounds)
 			if err != nil {
-				return fmt.Errorf("runtime: %s[%d] %s: %w", prog.Name, ci, c.Label, err)
+				return fmt.Errorf("runtime: %w", err)
 			}
-			b.cmds[ci] = cmd
-			if prog.Name == plans.ProgSampled && strings.HasPrefix(p.Pipelines[c.Pipeline].Kernel, "gumbel_topk") {
-				m.sample, m.samplingParams = cmd, slices.Clone(c.Params)
-			}
+			cmds[ci] = c
 		}
-		switch {
-		case prog.Name == plans.ProgDecode:
+		h, err := m.be.Bind(cmds)
+		if err != nil {
+			return fmt.Errorf("runtime: %s: %w", pr.Name, err)
+		}
+		m.progs = append(m.progs, h)
+		b := &program{p: pr, h: h}
+		switch pr.KindOf() {
+		case plans.KindDecode:
 			m.decode = b
-		case prog.Name == plans.ProgSampled:
+		case plans.KindSampled:
 			m.sampled = b
-		case strings.HasPrefix(prog.Name, plans.PrefillPrefix):
+			for ci, c := range cmds {
+				if strings.HasPrefix(c.Kernel.Name, "gumbel_topk") {
+					m.sampleCmd, m.samplingParams = ci, slices.Clone(c.Params)
+				}
+			}
+			if m.samplingParams == nil {
+				return fmt.Errorf("runtime: the %s program has no gumbel_topk command: %w", pr.Name, ErrUnsupportedPlan)
+			}
+		case plans.KindBatch:
+			m.batch = append(m.batch, b)
+			m.maxBatch = max(m.maxBatch, int(pr.Batch))
+		case plans.KindPrefill:
 			m.prefill = append(m.prefill, b)
 		}
 	}
 	if m.decode == nil {
 		return fmt.Errorf("runtime: the plan has no %s program: %w", plans.ProgDecode, ErrUnsupportedPlan)
 	}
-	slices.SortFunc(m.prefill, func(a, b *bound) int { return int(a.prog.Batch) - int(b.prog.Batch) })
+	if len(m.batch) > 0 && (!m.io.pos.Valid() || !m.io.seqs.Valid() || !m.io.outRows.Valid() || !m.io.argmax.Valid()) {
+		return fmt.Errorf("runtime: the plan's batch programs lack their io buffers (positions, seqs, out_rows, argmax): %w", ErrUnsupportedPlan)
+	}
+	byRows := func(a, b *program) int { return int(a.p.Batch) - int(b.p.Batch) }
+	slices.SortFunc(m.batch, byRows)
+	slices.SortFunc(m.prefill, byRows)
+	m.out.init(m)
+	m.stage = make([]byte, 4*max(m.tokenSlots, m.maxBatch, m.out.max, m.chainChunk()))
 	return nil
 }
 
@@ -327,35 +397,19 @@ func (m *Model) chainChunk() int {
 	if n < 1 {
 		n = 1
 	}
-	return min(n, len(m.tokens)-1)
-}
-
-// prefillFor is the prefill program for n remaining tokens: the smallest
-// bucket that holds them, else the largest (up to PrefillChunk); nil when
-// the plan has none.
-func (m *Model) prefillFor(n int) *bound {
-	var largest *bound
-	limit := int(m.Plan.Header.Target.Tuning.PrefillChunk)
-	for _, b := range m.prefill {
-		bb := int(b.prog.Batch)
-		if bb > len(m.tokens) || (limit > 0 && bb > limit && largest != nil) {
-			continue
-		}
-		if bb >= n {
-			return b
-		}
-		largest = b
-	}
-	return largest
+	return min(n, m.io.tokens.Size()/4-1)
 }
 
 // Ctx is the plan's context: the most positions a session holds.
 func (m *Model) Ctx() int { return int(m.Plan.Model.HParams.Ctx) }
 
+// Vocab is the number of logits a step produces.
+func (m *Model) Vocab() int { return m.vocab }
+
 // DecodeBytes is what one decode step reads, by the plan's accounting.
 func (m *Model) DecodeBytes() uint64 {
 	var n uint64
-	for _, c := range m.decode.prog.Commands {
+	for _, c := range m.decode.p.Commands {
 		n += c.BytesRead
 	}
 	return n

@@ -38,7 +38,7 @@ func TestOverlappedEqualsSerial(t *testing.T) {
 	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
 	knobs := Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 42}
 	chunk := m.ChainSteps()
-	greedy := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 3*chunk + 10, IgnoreEOS: true}).Tokens
+	greedy := genNew(t, m, p, GenerateOptions{MaxTokens: 3*chunk + 10, IgnoreEOS: true}).Tokens
 	for _, tc := range []struct {
 		name   string
 		prompt []int32
@@ -62,11 +62,11 @@ func TestOverlappedEqualsSerial(t *testing.T) {
 			if tc.eog > 0 {
 				o := tc.o
 				o.IgnoreEOS, o.MaxTokens = true, tc.eog
-				withEOG(t, m, gen(t, m.NewSession(), tc.prompt, o).Tokens[tc.eog-1])
+				withEOG(t, m, genNew(t, m, tc.prompt, o).Tokens[tc.eog-1])
 			}
-			serial := m.NewSession()
+			serial := sess(t, m)
 			serial.serial = true
-			over := m.NewSession()
+			over := sess(t, m)
 			o := tc.o
 			if o.OnToken != nil {
 				o.OnToken = stopAfter(chunk + 9)
@@ -100,14 +100,14 @@ func TestOverlappedEqualsSerial(t *testing.T) {
 			if !slices.Equal(a.Tokens, b.Tokens) {
 				t.Fatalf("second turn: overlapped %v\nserial %v", a.Tokens, b.Tokens)
 			}
-			fresh := gen(t, m.NewSession(), slices.Concat(tc.prompt, got.Tokens, next), o2)
+			fresh := genNew(t, m, slices.Concat(tc.prompt, got.Tokens, next), o2)
 			if !slices.Equal(a.Tokens, fresh.Tokens) {
 				t.Fatalf("second turn %v\none prompt %v", a.Tokens, fresh.Tokens)
 			}
 		})
 	}
 	t.Run("the greedy reference is what a long run starts with", func(t *testing.T) {
-		got := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 50, IgnoreEOS: true}).Tokens
+		got := genNew(t, m, p, GenerateOptions{MaxTokens: 50, IgnoreEOS: true}).Tokens
 		if !slices.Equal(got, greedy[:50]) {
 			t.Fatalf("%v\n%v", got, greedy[:50])
 		}
@@ -127,11 +127,11 @@ func TestOverlappedDecodeDoesNotAllocatePerToken(t *testing.T) {
 	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
 	chunk := m.ChainSteps()
 	for _, smp := range []Sampling{{}, {Temperature: 0.9, TopK: 40, Seed: 1}} {
-		s := m.NewSession()
+		s := sess(t, m)
 		allocs := func(n int) float64 {
 			return testing.AllocsPerRun(5, func() {
 				s.Reset()
-				if _, err := s.Generate(p, GenerateOptions{MaxTokens: n, IgnoreEOS: true, Sampling: smp}); err != nil {
+				if _, err := s.Generate(bg, p, GenerateOptions{MaxTokens: n, IgnoreEOS: true, Sampling: smp}); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -22,8 +22,8 @@ type stepLog struct {
 func ours(t testing.TB, m *Model, prompt []int32, n int) []stepLog {
 	t.Helper()
 	var logs []stepLog
-	s := m.NewSession()
-	res, err := s.Generate(prompt, GenerateOptions{MaxTokens: n, IgnoreEOS: true,
+	s := sess(t, m)
+	res, err := s.Generate(bg, prompt, GenerateOptions{MaxTokens: n, IgnoreEOS: true,
 		Logits: func(_ int, l []float32) { logs = append(logs, stepLog{logits: slices.Clone(l)}) }})
 	if err != nil {
 		t.Fatal(err)

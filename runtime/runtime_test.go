@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -17,20 +18,33 @@ func storiesModel(t testing.TB) *Model {
 	return load(t, compile(t, model, "cpu-avx2:2"), model, 2)
 }
 
+var bg = context.Background()
+
 func gen(t *testing.T, s *Session, prompt []int32, o GenerateOptions) *Result {
 	t.Helper()
-	r, err := s.Generate(prompt, o)
+	r, err := s.Generate(bg, prompt, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
+// genNew generates from a fresh session, closed afterwards.
+func genNew(t *testing.T, m *Model, prompt []int32, o GenerateOptions) *Result {
+	t.Helper()
+	s, err := m.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return gen(t, s, prompt, o)
+}
+
 func TestChainEqualsOneTokenPerSubmission(t *testing.T) {
 	m := storiesModel(t)
 	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
-	chain := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 64, IgnoreEOS: true})
-	one := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 64, IgnoreEOS: true, TopLogits: 1})
+	chain := genNew(t, m, p, GenerateOptions{MaxTokens: 64, IgnoreEOS: true})
+	one := genNew(t, m, p, GenerateOptions{MaxTokens: 64, IgnoreEOS: true, TopLogits: 1})
 	if !slices.Equal(chain.Tokens, one.Tokens) {
 		t.Fatalf("chain %v\none-by-one %v", chain.Tokens, one.Tokens)
 	}
@@ -50,7 +64,7 @@ func TestPlansOfEveryChipGiveTheSameTokens(t *testing.T) {
 	var want []int32
 	for _, chip := range []string{"cpu-avx2:2", "m1", "m4-max"} {
 		m := load(t, compile(t, model, chip), model, 2)
-		r := gen(t, m.NewSession(), m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 64, IgnoreEOS: true})
+		r := genNew(t, m, m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 64, IgnoreEOS: true})
 		if want == nil {
 			want = r.Tokens
 			continue
@@ -64,11 +78,11 @@ func TestPlansOfEveryChipGiveTheSameTokens(t *testing.T) {
 func TestSampling(t *testing.T) {
 	m := storiesModel(t)
 	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
-	greedy := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true}).Tokens
+	greedy := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true}).Tokens
 	knobs := Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 42}
 	t.Run("a fixed seed samples the same tokens twice", func(t *testing.T) {
-		a := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
-		b := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
+		a := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
+		b := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
 		if !slices.Equal(a, b) {
 			t.Fatalf("%v\n%v", a, b)
 		}
@@ -77,29 +91,29 @@ func TestSampling(t *testing.T) {
 		}
 		k2 := knobs
 		k2.Seed = 43
-		if c := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: k2}).Tokens; slices.Equal(a, c) {
+		if c := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: k2}).Tokens; slices.Equal(a, c) {
 			t.Fatalf("seeds 42 and 43 gave the same tokens")
 		}
 	})
 	t.Run("the chain and the host sampler draw the same tokens", func(t *testing.T) {
-		a := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
-		b := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs, TopLogits: 2}).Tokens
+		a := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs}).Tokens
+		b := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: knobs, TopLogits: 2}).Tokens
 		pen := knobs
 		pen.RepeatPenalty = 1.0000001 // the host path, with a penalty that changes nothing
-		c := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: pen}).Tokens
+		c := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: pen}).Tokens
 		if !slices.Equal(a, b) || !slices.Equal(a, c) {
 			t.Fatalf("chain %v\nper step %v\nhost %v", a, b, c)
 		}
 	})
 	t.Run("temperature 0 and top-k 1 are greedy", func(t *testing.T) {
 		for _, s := range []Sampling{{Temperature: 0, Seed: 3}, {Temperature: 1.5, TopK: 1, Seed: 3}} {
-			if got := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: s}).Tokens; !slices.Equal(got, greedy) {
+			if got := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: s}).Tokens; !slices.Equal(got, greedy) {
 				t.Fatalf("%+v: %v, want %v", s, got, greedy)
 			}
 		}
 	})
 	t.Run("a repetition penalty changes greedy output", func(t *testing.T) {
-		got := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: Sampling{RepeatPenalty: 1.5}}).Tokens
+		got := genNew(t, m, p, GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: Sampling{RepeatPenalty: 1.5}}).Tokens
 		if slices.Equal(got, greedy) {
 			t.Fatalf("penalty 1.5 left the greedy tokens")
 		}
@@ -111,7 +125,7 @@ func TestStops(t *testing.T) {
 	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
 	t.Run("-n stops at the limit", func(t *testing.T) {
 		for _, n := range []int{1, 5, 17, 33} {
-			r := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: n, IgnoreEOS: true})
+			r := genNew(t, m, p, GenerateOptions{MaxTokens: n, IgnoreEOS: true})
 			if len(r.Tokens) != n || r.Stop != StopLimit {
 				t.Fatalf("-n %d: %d tokens, stop %s", n, len(r.Tokens), r.Stop)
 			}
@@ -120,7 +134,7 @@ func TestStops(t *testing.T) {
 	t.Run("EOS stops generation and is the last token", func(t *testing.T) {
 		// stories260K rarely ends a story greedily: declare the 11th greedy
 		// token an end-of-generation token, as a plan's EOG list would.
-		g := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 11, IgnoreEOS: true}).Tokens
+		g := genNew(t, m, p, GenerateOptions{MaxTokens: 11, IgnoreEOS: true}).Tokens
 		eog := slices.Index(g, g[10])
 		pt := m.Plan.Model.Tokenizer
 		pt.EOG = append(slices.Clone(pt.EOG), g[10])
@@ -130,7 +144,7 @@ func TestStops(t *testing.T) {
 		if m.Tokenizer, err = Tokenizer(&pt); err != nil {
 			t.Fatal(err)
 		}
-		r := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 100})
+		r := genNew(t, m, p, GenerateOptions{MaxTokens: 100})
 		if r.Stop != StopEOS || len(r.Tokens) != eog+1 || r.Tokens[eog] != g[10] {
 			t.Fatalf("stop %s after %d tokens, last %d", r.Stop, len(r.Tokens), r.Tokens[len(r.Tokens)-1])
 		}
@@ -141,16 +155,16 @@ func TestStops(t *testing.T) {
 		}
 	})
 	t.Run("a full context stops with its reason, and refuses more", func(t *testing.T) {
-		s := m.NewSession()
+		s := sess(t, m)
 		r := gen(t, s, p, GenerateOptions{IgnoreEOS: true})
 		if r.Stop != StopContext || s.Pos() != m.Ctx() || len(s.History()) != m.Ctx()+1 {
 			t.Fatalf("stop %s, pos %d, history %d, ctx %d", r.Stop, s.Pos(), len(s.History()), m.Ctx())
 		}
-		if _, err := s.Generate([]int32{1}, GenerateOptions{}); !errors.Is(err, ErrContextFull) {
+		if _, err := s.Generate(bg, []int32{1}, GenerateOptions{}); !errors.Is(err, ErrContextFull) {
 			t.Fatalf("a turn past the context: %v", err)
 		}
 		long := make([]int32, m.Ctx()+1)
-		if _, err := m.NewSession().Generate(long, GenerateOptions{}); !errors.Is(err, ErrContextFull) {
+		if _, err := sess(t, m).Generate(bg, long, GenerateOptions{}); !errors.Is(err, ErrContextFull) {
 			t.Fatalf("a prompt longer than the context: %v", err)
 		}
 	})
@@ -160,11 +174,11 @@ func TestMultiTurnEqualsOneLongPrompt(t *testing.T) {
 	m := storiesModel(t)
 	a := m.Tokenizer.Tokenize("Once upon a time", true, false)
 	b := m.Tokenizer.Tokenize(" there was a dog", false, false)
-	s := m.NewSession()
+	s := sess(t, m)
 	r1 := gen(t, s, a, GenerateOptions{MaxTokens: 20, IgnoreEOS: true})
 	r2 := gen(t, s, b, GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
 	long := slices.Concat(a, r1.Tokens, b)
-	r := gen(t, m.NewSession(), long, GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
+	r := genNew(t, m, long, GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
 	if !slices.Equal(r2.Tokens, r.Tokens) {
 		t.Fatalf("second turn %v\none prompt %v", r2.Tokens, r.Tokens)
 	}
@@ -173,8 +187,8 @@ func TestMultiTurnEqualsOneLongPrompt(t *testing.T) {
 	}
 }
 
-// Prompts longer than the largest prefill bucket go in chunks; the result
-// is the same as feeding the tokens one decode step at a time.
+// Prompts longer than the largest batch program go in chunks; the result
+// is the same as feeding the tokens one row per Forward.
 func TestPrefillChunksEqualTokenByToken(t *testing.T) {
 	m := storiesModel(t)
 	p := m.Tokenizer.Tokenize("Once upon a time there was a little girl named Lily. She loved to play outside in the park with her friends.", true, false)
@@ -182,30 +196,65 @@ func TestPrefillChunksEqualTokenByToken(t *testing.T) {
 		p = append(p, p[1:]...)
 	}
 	p = p[:600]
-	whole := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
-	saved := m.prefill
-	m.prefill = nil
-	defer func() { m.prefill = saved }()
-	step := gen(t, m.NewSession(), p, GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
+	whole := genNew(t, m, p, GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
+	s := sess(t, m)
+	var b Batch
+	for i, tok := range p[:len(p)-1] {
+		b.Reset()
+		b.Add(tok, int32(i), int32(s.Seq()), false)
+		if err := m.Forward(bg, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.hist = append(s.hist, p[:len(p)-1]...)
+	step := gen(t, s, p[len(p)-1:], GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
 	if !slices.Equal(whole.Tokens, step.Tokens) {
-		t.Fatalf("chunked %v\nstepwise %v", whole.Tokens, step.Tokens)
+		t.Fatalf("chunked %v\nrow by row %v", whole.Tokens, step.Tokens)
 	}
 }
 
 func TestDecodeStepDoesNotAllocate(t *testing.T) {
 	m := storiesModel(t)
-	s := m.NewSession()
+	s := sess(t, m)
 	gen(t, s, m.Tokenizer.Tokenize("Once", true, false), GenerateOptions{MaxTokens: 1})
 	n := len(s.steps)
 	if a := testing.AllocsPerRun(20, func() { s.chain(m.decode, n) }); a != 0 {
 		t.Fatalf("a chain of %d decode steps allocates %v times", n, a)
 	}
-	s.setSampling(Sampling{Temperature: 1, Seed: 1}.params(uint32(len(m.logits))))
+	s.setSampling(Sampling{Temperature: 1, Seed: 1}.params(uint32(m.Vocab())))
 	if a := testing.AllocsPerRun(20, func() { s.chain(m.sampled, n) }); a != 0 {
 		t.Fatalf("a chain of %d sampled steps allocates %v times", n, a)
 	}
-	if a := testing.AllocsPerRun(20, func() { s.launch(m.decode, s.pos, n, 1); m.be.WaitOldest() }); a != 0 {
+	if a := testing.AllocsPerRun(20, func() { s.launch(m.decode, s.Pos(), n, 1); m.be.WaitOldest() }); a != 0 {
 		t.Fatalf("an overlapped chain of %d decode steps and its hand-off allocate %v times", n, a)
+	}
+}
+
+// A decode step of several sequences (one row each, every row out, logits
+// read) through Forward allocates nothing either.
+func TestBatchedDecodeStepDoesNotAllocate(t *testing.T) {
+	m := storiesModel(t)
+	var ss []*Session
+	for range 4 {
+		s := sess(t, m)
+		gen(t, s, m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 1})
+		ss = append(ss, s)
+	}
+	var b Batch
+	step := func() {
+		b.Reset()
+		for _, s := range ss {
+			m.Rewind(s.Seq(), 5)
+			b.Add(s.History()[5], 5, int32(s.Seq()), true)
+		}
+		b.ReadLogits = true
+		if err := m.Forward(bg, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step()
+	if a := testing.AllocsPerRun(20, step); a != 0 {
+		t.Fatalf("a batched decode step of %d sequences allocates %v times", len(ss), a)
 	}
 }
 
@@ -241,16 +290,16 @@ func TestRewindContinuesFromAPrefix(t *testing.T) {
 	p3 := m.Tokenizer.Tokenize(" girl named Lily", false, false)
 	o := GenerateOptions{MaxTokens: 12}
 
-	s := m.NewSession()
-	if _, err := s.Generate(append(slices.Clone(p1), p2...), o); err != nil {
+	s := sess(t, m)
+	if _, err := s.Generate(bg, append(slices.Clone(p1), p2...), o); err != nil {
 		t.Fatal(err)
 	}
 	s.Rewind(len(p1))
-	got, err := s.Generate(p3, o)
+	got, err := s.Generate(bg, p3, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := m.NewSession().Generate(append(slices.Clone(p1), p3...), o)
+	fresh, err := sess(t, m).Generate(bg, append(slices.Clone(p1), p3...), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,246 +1,297 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/sampling"
 )
 
-// Stop says why a generation ended.
-type Stop string
-
-const (
-	StopEOS     Stop = "eos"     // the model produced an end-of-generation token
-	StopLimit   Stop = "limit"   // MaxTokens were generated
-	StopContext Stop = "context" // the context is full: no position is left for the next token
-	StopCaller  Stop = "stopped" // the OnToken callback asked to stop
-)
-
-// GenerateOptions configure one Generate call.
-type GenerateOptions struct {
-	// MaxTokens bounds the tokens generated (≤ 0: until EOS or the context
-	// is full).
-	MaxTokens int
-	Sampling  Sampling
-	// IgnoreEOS generates through end-of-generation tokens (benchmarks).
-	IgnoreEOS bool
-	// TopLogits > 0 records, for every generated token, the TopLogits best
-	// (id, logit) pairs of the distribution it came from. It needs the
-	// logits of every step on the host, so decode runs one token per
-	// submission.
-	TopLogits int
-	// Logits, when set, sees the logits of every generated token's step
-	// (the slice is reused: copy what you keep). Like TopLogits it makes
-	// decode run one token per submission.
-	Logits func(step int, logits []float32)
-	// OnToken, when set, sees each generated token as it is accepted;
-	// returning false stops the generation (StopCaller).
-	OnToken func(id int32) bool
-}
-
-// TokenLogit is one (id, logit) pair.
-type TokenLogit struct {
-	ID    int32
-	Logit float32
-}
-
-// Result is what Generate did.
-type Result struct {
-	Prompt    []int32 // the tokens fed before generating (a pending token of the last turn first)
-	Tokens    []int32 // generated, the stop token included when it is EOS
-	TopLogits [][]TokenLogit
-	Stop      Stop
-	// PromptTime covers prefill and the choice of the first token;
-	// DecodeTime the rest.
-	PromptTime, DecodeTime time.Duration
-}
-
-// Session is one conversation over a Model's KV cache: the tokens so far
-// and how many of them the cache holds. The last generated token is not in
-// the cache until the next turn feeds it, so a turn continues exactly where
-// the last stopped. A Model serves one Session at a time.
+// Session is one conversation on one sequence slot of a Model's KV cache:
+// the tokens so far, of which the slot holds the first SeqLen. The last
+// generated token is not in the cache until the next turn feeds it, so a
+// turn continues exactly where the last stopped. Sessions of one Model are
+// used from one goroutine at a time (the engine submits one program at a
+// time); Close gives the slot back.
 type Session struct {
-	m *Model
-	// hist is every token of the conversation; the KV cache holds
-	// hist[:pos].
+	m   *Model
+	seq int
+	// hist is every token of the conversation; the KV slot holds
+	// hist[:Pos()].
 	hist  []int32
-	pos   int
-	steps []plans.Step
-	smp   *sampler
-	seen  []bool
-	// sampling is the sampled program's knobs as last written.
-	sampling kernels.SamplingParams
-	params   []byte
+	steps  []plans.Step
+	closed bool
 	// serial makes chain decode wait for each chain before encoding the
 	// next (decodeSerial): the reference the tests hold the overlapped
 	// loop to.
 	serial bool
+	// rb is host memory for a chain's tokens.
+	rb []byte
 }
 
-// NewSession starts an empty conversation (the KV cache is reused as it
-// is: positions past pos are never read).
-func (m *Model) NewSession() *Session {
-	v := int(m.Plan.Model.HParams.Vocab)
-	return &Session{
-		m:     m,
-		hist:  make([]int32, 0, m.Ctx()+1),
-		steps: make([]plans.Step, m.chainChunk()),
-		smp:   newSampler(v),
-		seen:  make([]bool, v),
+// NewSession starts an empty conversation on a free sequence slot; it
+// fails with ErrNoSeq when every slot is taken.
+func (m *Model) NewSession() (*Session, error) {
+	seq, err := m.acquire()
+	if err != nil {
+		return nil, err
+	}
+	return &Session{m: m, seq: seq, hist: make([]int32, 0, m.Ctx()+1), steps: make([]plans.Step, m.chainChunk()),
+		rb: make([]byte, 4*m.chainChunk())}, nil
+}
+
+// Close gives the session's slot back. The session must not be used
+// afterwards.
+func (s *Session) Close() {
+	if !s.closed {
+		s.closed = true
+		s.m.release(s.seq)
 	}
 }
 
-// Pos is the number of positions the KV cache holds.
-func (s *Session) Pos() int { return s.pos }
+// Seq is the session's sequence slot.
+func (s *Session) Seq() int { return s.seq }
+
+// Pos is the number of positions the KV slot holds.
+func (s *Session) Pos() int { return s.m.kv.len[s.seq] }
 
 // History is every token of the conversation (do not modify).
 func (s *Session) History() []int32 { return s.hist }
 
 // Reset forgets the conversation.
-func (s *Session) Reset() { s.hist, s.pos = s.hist[:0], 0 }
+func (s *Session) Reset() { s.hist = s.hist[:0]; s.m.kv.len[s.seq] = 0 }
 
 // Rewind keeps the first n tokens of the conversation and forgets the rest.
-// The KV cache keeps what it held of those n (positions past them are
+// The KV slot keeps what it held of those n (positions past them are
 // overwritten before they are read again), so a chat that re-renders its
 // whole history feeds only what differs from the last turn.
 func (s *Session) Rewind(n int) {
 	n = max(0, min(n, len(s.hist)))
 	s.hist = s.hist[:n]
-	s.pos = min(s.pos, n)
+	s.m.Rewind(s.seq, n)
 }
 
 // Generate feeds input (after any token the last turn left pending) and
-// generates until a stop condition.
-func (s *Session) Generate(input []int32, o GenerateOptions) (*Result, error) {
+// generates until a stop condition. A cancelled ctx ends it with
+// StopCancelled and what was generated so far (a cancelled prompt leaves
+// the conversation as it was).
+func (s *Session) Generate(ctx context.Context, input []int32, o GenerateOptions) (*Result, error) {
 	m := s.m
-	feed := append(slices.Clone(s.hist[s.pos:]), input...)
+	if s.closed {
+		return nil, fmt.Errorf("runtime: Generate on a closed session")
+	}
+	pos := s.Pos()
+	feed := append(slices.Clone(s.hist[pos:]), input...)
 	res := &Result{Prompt: feed}
 	if len(feed) == 0 {
 		return nil, fmt.Errorf("runtime: nothing to feed: an empty prompt and no pending token")
 	}
-	vocab := len(m.logits)
 	for _, t := range feed {
-		if t < 0 || int(t) >= vocab {
-			return nil, fmt.Errorf("runtime: token %d outside the vocabulary of %d", t, vocab)
+		if t < 0 || int(t) >= m.vocab {
+			return nil, fmt.Errorf("runtime: token %d outside the vocabulary of %d", t, m.vocab)
 		}
 	}
-	if s.pos+len(feed) > m.Ctx() {
-		return nil, fmt.Errorf("runtime: %d tokens at position %d exceed the plan's context of %d: %w", len(feed), s.pos, m.Ctx(), ErrContextFull)
-	}
-	if len(s.hist)+len(input) > cap(s.hist) {
-		return nil, fmt.Errorf("runtime: the conversation exceeds the context of %d: %w", m.Ctx(), ErrContextFull)
+	if pos+len(feed) > m.Ctx() || len(s.hist)+len(input) > cap(s.hist) {
+		return nil, fmt.Errorf("runtime: %d tokens at position %d exceed the plan's context of %d: %w", len(feed), pos, m.Ctx(), ErrContextFull)
 	}
 	t0 := time.Now()
 	s.hist = append(s.hist, input...)
-	if err := s.prefill(feed); err != nil {
+	g := newGeneration(m, o, res, t0)
+	if err := s.prefill(ctx, feed, g.needLogits()); err != nil {
+		s.hist = s.hist[:len(s.hist)-len(input)]
+		m.Rewind(s.seq, len(s.hist))
+		if ctx.Err() != nil {
+			g.finish(StopCancelled)
+			return res, nil
+		}
 		return nil, err
 	}
-	smp := o.Sampling
-	sp := smp.params(uint32(vocab))
-	perStep := o.TopLogits > 0 || o.Logits != nil || smp.penalized()
-	see := func() {
-		if o.TopLogits > 0 {
-			res.TopLogits = append(res.TopLogits, topLogits(m.logits, o.TopLogits))
-		}
-		if o.Logits != nil {
-			o.Logits(len(res.Tokens), m.logits)
-		}
-	}
-	// The first token: the prefill's argmax (slot 0), or a host draw.
-	first := int32(m.tokens[0])
-	see()
-	if !smp.Greedy() || smp.penalized() {
-		first = s.hostSample(sp, smp, uint32(s.pos-1))
-	}
-	if o.MaxTokens > 0 { // no growth, hence no allocation, per token
-		res.Tokens = make([]int32, 0, min(o.MaxTokens, m.Ctx()-s.pos+1))
+	// The first token: the prefill's argmax, or chosen on the host.
+	first := m.OutputToken(0)
+	if g.needLogits() {
+		first = g.choose(m.OutputLogits(0), s.Pos()-1, s.hist)
 	}
 	res.PromptTime = time.Since(t0)
 	t1 := time.Now()
 	defer func() { res.DecodeTime = time.Since(t1) }()
-
-	if !smp.Greedy() && !smp.penalized() && m.sampled != nil {
-		s.setSampling(sp)
-	}
-	prog := m.decode
-	if !smp.Greedy() && !smp.penalized() {
-		if m.sampled == nil {
-			return nil, fmt.Errorf("runtime: sampling needs the plan's %s program, which it lacks: %w", plans.ProgSampled, ErrUnsupportedPlan)
+	stop, done := s.accept(g, first)
+	if !done {
+		var err error
+		switch {
+		case g.host:
+			stop, err = s.decodeHost(ctx, g)
+		case s.serial:
+			stop, err = s.decodeSerial(ctx, g)
+		default:
+			stop, err = s.decodeOverlapped(ctx, g)
 		}
-		prog = m.sampled
+		if err != nil {
+			return nil, err
+		}
 	}
-
-	if stop, done := s.accept(first, res, o); done {
-		res.Stop = stop
-		return res, nil
-	}
-	if s.pos >= m.Ctx() {
-		res.Stop = StopContext
-		return res, nil
-	}
-	var err error
-	switch {
-	case perStep:
-		res.Stop, err = s.decodeSerial(prog, res, o, func() int32 {
-			see()
-			if smp.penalized() {
-				return s.hostSample(sp, smp, uint32(s.pos))
-			}
-			return int32(m.tokens[1])
-		})
-	case s.serial:
-		res.Stop, err = s.decodeSerial(prog, res, o, nil)
-	default:
-		res.Stop, err = s.decodeOverlapped(prog, res, o)
-	}
-	if err != nil {
-		return nil, err
-	}
+	g.finish(stop)
 	return res, nil
 }
 
+// prefill feeds tokens from the slot's position on, in batches, asking the
+// last row's outputs (its logits too when the first token is chosen on the
+// host).
+func (s *Session) prefill(ctx context.Context, tokens []int32, logits bool) error {
+	b := &s.m.pre
+	b.Reset()
+	pos := s.Pos()
+	for i, t := range tokens {
+		b.Add(t, int32(pos+i), int32(s.seq), i == len(tokens)-1)
+	}
+	b.ReadLogits = logits
+	return s.m.Forward(ctx, b)
+}
+
+// accept takes a generated token into the conversation.
+func (s *Session) accept(g *generation, tok int32) (Stop, bool) {
+	s.hist = append(s.hist, tok)
+	return g.accept(tok, len(s.hist) < cap(s.hist))
+}
+
+// decodeHost runs one decode step per submission and chooses each token on
+// the host from its logits, after the processors: the path for a
+// generation whose every step must be seen.
+func (s *Session) decodeHost(ctx context.Context, g *generation) (Stop, error) {
+	m := s.m
+	logits := m.out.logits[:m.vocab]
+	for {
+		if ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		pos := s.Pos()
+		if err := m.writeToken(0, s.hist[pos]); err != nil {
+			return "", err
+		}
+		m.step[0] = plans.Step{Pos: uint32(pos), Batch: 1, Seq: uint32(s.seq)}
+		if err := m.replay(m.decode); err != nil {
+			return "", err
+		}
+		m.kv.len[s.seq]++
+		if err := m.be.Read(f32Bytes(logits), m.io.logits, 0); err != nil {
+			return "", fmt.Errorf("runtime: reading the logits: %w", err)
+		}
+		if stop, done := s.accept(g, g.choose(logits, pos, s.hist)); done {
+			return stop, nil
+		}
+	}
+}
+
+// writeToken writes token id into token slot i.
+func (m *Model) writeToken(i int, id int32) error {
+	st := m.stage[:4]
+	st[0], st[1], st[2], st[3] = byte(id), byte(id>>8), byte(id>>16), byte(id>>24)
+	return m.be.Write(m.io.tokens, 4*i, st)
+}
+
+// chainProgram is the program a chain runs: decode (argmax), or sampled
+// with the generation's knobs written into its gumbel_topk command.
+func (s *Session) chainProgram(g *generation) (*program, error) {
+	if g.greedy {
+		return s.m.decode, nil
+	}
+	if s.m.sampled == nil {
+		return nil, fmt.Errorf("runtime: sampling needs the plan's %s program, which it lacks: %w", plans.ProgSampled, ErrUnsupportedPlan)
+	}
+	s.setSampling(g.sp)
+	return s.m.sampled, nil
+}
+
 // chainLen is the length of the next chain at position at, with issued
-// tokens generated or in flight: ChainChunk, cut to the context and to
-// MaxTokens, so that no chain, in flight or not, computes a position past
-// the context or a token past the limit. 0: none is needed.
-func (s *Session) chainLen(at, issued int, o GenerateOptions) int {
-	n := min(len(s.steps), s.m.Ctx()-at)
+// tokens generated or in flight: ChainChunk, cut to the context, to
+// MaxTokens and to what the caller's latency allows, so that no chain, in
+// flight or not, computes a position past the context or a token past the
+// limit. 0: none is needed.
+func (s *Session) chainLen(at, issued, streamCap int, o *GenerateOptions) int {
+	n := min(len(s.steps), s.m.Ctx()-at, streamCap)
 	if o.MaxTokens > 0 {
 		n = min(n, o.MaxTokens-issued)
 	}
 	return max(n, 0)
 }
 
-// decodeSerial runs one chain per submission and waits for it before the
-// next: the host writes slot 0 and reads slots 1..n. With step set (the
-// per-step paths: TopLogits, Logits, repetition penalty), chains are one
-// token long and step returns the token of each, having seen its logits.
-// Session.serial forces it for chains too, as the reference the
-// overlapped loop is tested against.
-func (s *Session) decodeSerial(prog *bound, res *Result, o GenerateOptions, step func() int32) (Stop, error) {
-	m := s.m
-	for {
-		n := s.chainLen(s.pos, len(res.Tokens), o)
-		if step != nil {
-			n = min(n, 1)
+// pacer bounds chains while a caller streams: from the time each token has
+// taken, a chain as long as the latency allows (one token to start with).
+type pacer struct {
+	budget  time.Duration
+	perTok  time.Duration
+	last    time.Time
+	enabled bool
+}
+
+func newPacer(o *GenerateOptions) pacer {
+	p := pacer{enabled: o.streaming(), budget: o.Latency, last: time.Now()}
+	if p.budget <= 0 {
+		p.budget = 50 * time.Millisecond
+	}
+	return p
+}
+
+// limit is the longest chain now.
+func (p *pacer) limit(max int) int {
+	if !p.enabled {
+		return max
+	}
+	if p.perTok <= 0 {
+		return 1
+	}
+	return min(max, int(p.budget/p.perTok)+1)
+}
+
+// read notes that n tokens arrived.
+func (p *pacer) read(n int) {
+	now := time.Now()
+	if n > 0 {
+		d := now.Sub(p.last) / time.Duration(n)
+		if p.perTok == 0 {
+			p.perTok = d
+		} else {
+			p.perTok = (3*p.perTok + d) / 4
 		}
+	}
+	p.last = now
+}
+
+// decodeSerial runs one chain per submission and waits for it before the
+// next: the host writes slot 0 and reads slots 1..n. Session.serial forces
+// it, as the reference the overlapped loop is tested against.
+func (s *Session) decodeSerial(ctx context.Context, g *generation) (Stop, error) {
+	m := s.m
+	prog, err := s.chainProgram(g)
+	if err != nil {
+		return "", err
+	}
+	pc := newPacer(&g.o)
+	for {
+		if ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		pos := s.Pos()
+		n := s.chainLen(pos, len(g.res.Tokens), pc.limit(len(s.steps)), &g.o)
 		if n == 0 { // unreachable: accept stops at the limit and the context first
 			return StopContext, nil
 		}
-		m.tokens[0] = uint32(s.hist[s.pos])
+		if err := m.writeToken(0, s.hist[pos]); err != nil {
+			return "", err
+		}
 		if err := s.chain(prog, n); err != nil {
 			return "", err
 		}
-		for i := 1; i <= n; i++ {
-			tok := int32(m.tokens[i])
-			if step != nil {
-				tok = step()
-			}
-			s.pos++ // the token of slot i-1 is now in the cache
-			if stop, done := s.accept(tok, res, o); done {
+		if err := m.be.Read(s.rb[:4*n], m.io.tokens, 4); err != nil {
+			return "", err
+		}
+		pc.read(n)
+		for i := range n {
+			m.kv.len[s.seq]++ // the token of slot i is now in the cache
+			if stop, done := s.accept(g, int32(u32At(s.rb, i))); done {
 				return stop, nil
 			}
 		}
@@ -257,20 +308,28 @@ func (s *Session) decodeSerial(prog *bound, res *Result, o GenerateOptions, step
 //
 // Positions and tokens are planned ahead (at, issued) but committed to
 // the session only as the host accepts them: a stop inside chain k (EOS,
-// OnToken) waits for chain k+1 and drops it and the rest of chain k. Their
-// KV entries lie at positions ≥ pos, which every later step writes before
-// it reads them (a step at position p writes p, then attends to ≤ p), so
-// the cache still holds exactly hist[:pos]. Slot 0 then holds a dropped
-// token; the next turn's prefill overwrites it.
-func (s *Session) decodeOverlapped(prog *bound, res *Result, o GenerateOptions) (Stop, error) {
+// OnToken, a stop string) waits for chain k+1 and drops it and the rest of
+// chain k. Their KV entries lie at positions ≥ SeqLen, which every later
+// step writes before it reads them (a step at position p writes p, then
+// attends to ≤ p), so the slot still holds exactly hist[:SeqLen]. Slot 0
+// then holds a dropped token; the next turn writes the slots it reads.
+func (s *Session) decodeOverlapped(ctx context.Context, g *generation) (Stop, error) {
 	m := s.m
-	m.tokens[0] = uint32(s.hist[s.pos]) // nothing is in flight: the host may write it
-	var sizes [2]int                    // chain c's length, at c%2
-	at, issued := s.pos, len(res.Tokens)
+	prog, err := s.chainProgram(g)
+	if err != nil {
+		return "", err
+	}
+	pos := s.Pos()
+	if err := m.writeToken(0, s.hist[pos]); err != nil { // nothing is in flight: the host may write it
+		return "", err
+	}
+	pc := newPacer(&g.o)
+	var sizes [2]int // chain c's length, at c%2
+	at, issued := pos, len(g.res.Tokens)
 	committed, read := 0, 0 // chains committed, and read back
 	for {
-		for committed-read < 2 {
-			n := s.chainLen(at, issued, o)
+		for committed-read < 2 && ctx.Err() == nil {
+			n := s.chainLen(at, issued, pc.limit(len(s.steps)), &g.o)
 			if n == 0 {
 				break
 			}
@@ -279,21 +338,28 @@ func (s *Session) decodeOverlapped(prog *bound, res *Result, o GenerateOptions) 
 			committed++
 			at, issued = at+n, issued+n
 		}
-		if committed == read { // unreachable: accept stops at the limit and the context first
-			return StopContext, nil
+		if committed == read {
+			if ctx.Err() != nil {
+				return StopCancelled, nil
+			}
+			return StopContext, nil // unreachable: accept stops at the limit and the context first
 		}
 		if err := m.be.WaitOldest(); err != nil {
 			m.be.Wait()
-			return "", fmt.Errorf("runtime: %s at position %d: %w", prog.prog.Name, s.pos, err)
+			return "", fmt.Errorf("runtime: %s at position %d: %w", prog.p.Name, s.Pos(), err)
 		}
 		c := read % 2
 		read++
-		for _, id := range m.readback[c][:sizes[c]] {
-			s.pos++ // the token before it is now in the cache
-			if stop, done := s.accept(int32(id), res, o); done {
+		if err := m.be.Read(s.rb[:4*sizes[c]], m.readback[c], 0); err != nil {
+			return "", err
+		}
+		pc.read(sizes[c])
+		for i := range sizes[c] {
+			m.kv.len[s.seq]++ // the token before it is now in the cache
+			if stop, done := s.accept(g, int32(u32At(s.rb, i))); done {
 				if committed > read { // a chain in flight: wait for it and drop it
 					if err := m.be.Wait(); err != nil {
-						return "", fmt.Errorf("runtime: %s at position %d (dropped): %w", prog.prog.Name, s.pos, err)
+						return "", fmt.Errorf("runtime: %s at position %d (dropped): %w", prog.p.Name, s.Pos(), err)
 					}
 				}
 				return stop, nil
@@ -304,134 +370,46 @@ func (s *Session) decodeOverlapped(prog *bound, res *Result, o GenerateOptions) 
 
 // launch encodes and commits prog for n tokens from position at, then the
 // chain's hand-off copies (decodeOverlapped), without waiting.
-func (s *Session) launch(b *bound, at, n, rb int) {
+func (s *Session) launch(b *program, at, n, rb int) {
 	m := s.m
 	for i := range n {
-		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(at + i), Batch: 1}
+		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(at + i), Batch: 1, Seq: uint32(s.seq)}
 	}
-	m.be.Encode(b.cmds, s.steps[:n])
-	m.be.EncodeCopy(m.readbackBytes[rb], 0, m.tokenBytes, 4, 4*n)
-	m.be.EncodeCopy(m.tokenBytes, 0, m.tokenBytes, 4*n, 4)
+	m.be.Encode(b.h, s.steps[:n])
+	m.be.Copy(m.readback[rb], 0, m.io.tokens, 4, 4*n)
+	m.be.Copy(m.io.tokens, 0, m.io.tokens, 4*n, 4)
 	m.be.Commit()
 }
 
-// accept appends a generated token and says whether generation ends.
-func (s *Session) accept(tok int32, res *Result, o GenerateOptions) (Stop, bool) {
-	s.hist = append(s.hist, tok)
-	res.Tokens = append(res.Tokens, tok)
-	switch {
-	case !o.IgnoreEOS && s.m.Tokenizer.IsEOG(tok):
-		return StopEOS, true
-	case o.OnToken != nil && !o.OnToken(tok):
-		return StopCaller, true
-	case o.MaxTokens > 0 && len(res.Tokens) >= o.MaxTokens:
-		return StopLimit, true
-	case len(s.hist) >= cap(s.hist):
-		return StopContext, true
+// chain replays prog for n tokens in one submission and waits for it:
+// token i at position Pos()+i reads slot i, its argmax writes slot i+1. It
+// does not move the position and allocates nothing.
+func (s *Session) chain(b *program, n int) error {
+	pos := s.Pos()
+	for i := range n {
+		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(pos + i), Batch: 1, Seq: uint32(s.seq)}
 	}
-	return "", false
-}
-
-// hostSample draws from io.logits on the host, after the repetition
-// penalty, as the sampled program would at position pos.
-func (s *Session) hostSample(sp kernels.SamplingParams, smp Sampling, pos uint32) int32 {
-	l := s.m.logits
-	if smp.penalized() {
-		n := smp.RepeatLastN
-		if n <= 0 {
-			n = 64
-		}
-		penalize(l, s.hist[max(0, len(s.hist)-n):], smp.RepeatPenalty, s.seen)
+	s.m.be.Encode(b.h, s.steps[:n])
+	s.m.be.Commit()
+	if err := s.m.be.Wait(); err != nil {
+		return fmt.Errorf("runtime: %s at position %d: %w", b.p.Name, pos, err)
 	}
-	return s.smp.sample(l, sp, pos)
+	return nil
 }
 
 // setSampling writes the knobs into the sampled program's gumbel command
-// (every field but the patched position).
-func (s *Session) setSampling(sp kernels.SamplingParams) {
-	if sp == s.sampling && s.params != nil {
+// (every field but the patched position), unless they are there already.
+func (s *Session) setSampling(sp sampling.Params) {
+	m := s.m
+	if sp == m.sampling && m.samplingSet {
 		return
 	}
-	s.sampling = sp
-	s.params = kernels.Encode(sp)
-	for at := 0; at+4 <= len(s.params); at += 4 {
+	m.sampling, m.samplingSet = sp, true
+	params := kernels.Encode(sp)
+	for at := 0; at+4 <= len(params); at += 4 {
 		if at == 12 { // position: patched per step
 			continue
 		}
-		v := uint64(s.params[at]) | uint64(s.params[at+1])<<8 | uint64(s.params[at+2])<<16 | uint64(s.params[at+3])<<24
-		s.m.be.SetParam(s.m.sample, at, 4, v)
+		m.be.SetParam(m.sampled.h, m.sampleCmd, at, 4, uint64(u32At(params, at/4)))
 	}
-}
-
-// prefill runs tokens through the prefill programs in chunks from s.pos,
-// leaving the last token's logits in io.logits and its argmax in slot 0.
-func (s *Session) prefill(tokens []int32) error {
-	m := s.m
-	for len(tokens) > 0 {
-		b := m.prefillFor(len(tokens))
-		if b == nil { // no prefill program: one decode step per token
-			m.tokens[0] = uint32(tokens[0])
-			s.steps[0] = plans.Step{Index: 0, Pos: uint32(s.pos), Batch: 1}
-			m.be.Encode(m.decode.cmds, s.steps[:1])
-			m.be.Commit()
-			if err := m.be.Wait(); err != nil {
-				return fmt.Errorf("runtime: %s at position %d: %w", plans.ProgDecode, s.pos, err)
-			}
-			m.tokens[0] = m.tokens[1]
-			s.pos++
-			tokens = tokens[1:]
-			continue
-		}
-		n := min(len(tokens), int(b.prog.Batch))
-		for i, t := range tokens[:n] {
-			m.tokens[i] = uint32(t)
-		}
-		s.steps[0] = plans.Step{Index: 0, Pos: uint32(s.pos), Batch: uint32(n)}
-		m.be.Encode(b.cmds, s.steps[:1])
-		m.be.Commit()
-		if err := m.be.Wait(); err != nil {
-			return fmt.Errorf("runtime: %s at position %d: %w", b.prog.Name, s.pos, err)
-		}
-		s.pos += n
-		tokens = tokens[n:]
-	}
-	return nil
-}
-
-// chain replays prog for n tokens in one submission and waits for it:
-// token i at position pos+i reads slot i, its argmax writes slot i+1. It
-// does not move pos and allocates nothing.
-func (s *Session) chain(b *bound, n int) error {
-	for i := range n {
-		s.steps[i] = plans.Step{Index: uint32(i), Pos: uint32(s.pos + i), Batch: 1}
-	}
-	s.m.be.Encode(b.cmds, s.steps[:n])
-	s.m.be.Commit()
-	if err := s.m.be.Wait(); err != nil {
-		return fmt.Errorf("runtime: %s at position %d: %w", b.prog.Name, s.pos, err)
-	}
-	return nil
-}
-
-// topLogits returns the k best (id, logit) pairs, best first (ties by id).
-func topLogits(l []float32, k int) []TokenLogit {
-	k = min(k, len(l))
-	out := make([]TokenLogit, 0, k+1)
-	for i, v := range l {
-		if len(out) == k && !(v > out[k-1].Logit) {
-			continue
-		}
-		j := len(out)
-		if j < k {
-			out = append(out, TokenLogit{})
-		} else {
-			j = k - 1
-		}
-		for j > 0 && v > out[j-1].Logit {
-			out[j] = out[j-1]
-			j--
-		}
-		out[j] = TokenLogit{int32(i), v}
-	}
-	return out
 }

@@ -4,55 +4,67 @@ import (
 	"fmt"
 
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // Command-at-a-time access, for akunu verify: it replays one plan on two
 // backends side by side and compares the buffers after every command. The
 // replay loop does not use these; they change nothing of its behaviour.
 
-// Buffers are the plan's buffers by index, as the backend holds them
-// (host-visible: read or write them only between submissions).
-func (m *Model) Buffers() [][]byte { return m.bufs }
+// ReadBuffer returns a copy of the plan's buffer i as the backend holds it
+// (a KV buffer with every sequence slot). Nothing may be in flight.
+func (m *Model) ReadBuffer(i int) ([]byte, error) {
+	if i < 0 || i >= len(m.bufs) {
+		return nil, fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
+	}
+	out := make([]byte, m.bufs[i].Size())
+	return out, m.be.Read(out, m.bufs[i], 0)
+}
 
-// TokenSlots is the io "tokens" buffer: slot i is the token step i of a
-// chain embeds, slot i+1 the id its argmax writes.
-func (m *Model) TokenSlots() []uint32 { return m.tokens }
+// WriteBuffer writes data into the plan's buffer i from byte off.
+func (m *Model) WriteBuffer(i, off int, data []byte) error {
+	if i < 0 || i >= len(m.bufs) {
+		return fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
+	}
+	return m.be.Write(m.bufs[i], off, data)
+}
 
 // ChainSteps is the most decode steps one submission may hold (the plan's
 // chain chunk, bounded by the token slots).
 func (m *Model) ChainSteps() int { return m.chainChunk() }
 
-// RunCommand runs command ci of program prog alone for step s: encoded,
-// committed and waited for. Errors name the program, the index and the
-// label.
+// RunCommand runs command ci of program prog alone for step s: bound on
+// its own (once), encoded, committed and waited for. Errors name the
+// program, the index and the label.
 func (m *Model) RunCommand(prog string, ci int, s plans.Step) error {
-	b := m.program(prog)
-	if b == nil {
+	pr := m.Plan.Program(prog)
+	if pr == nil {
 		return fmt.Errorf("runtime: the plan has no program %q", prog)
 	}
-	if ci < 0 || ci >= len(b.cmds) {
-		return fmt.Errorf("runtime: %s has %d commands, not %d", prog, len(b.cmds), ci+1)
+	if ci < 0 || ci >= len(pr.Commands) {
+		return fmt.Errorf("runtime: %s has %d commands, not %d", prog, len(pr.Commands), ci+1)
 	}
-	m.be.Encode(b.cmds[ci:ci+1], []plans.Step{s})
+	key := fmt.Sprintf("%s[%d]", prog, ci)
+	h, ok := m.single[key]
+	if !ok {
+		c, err := device.Resolve(m.Plan, pr, ci, m.bufs, m.Plan.Bounds(pr, uint32(m.kv.seqs)))
+		if err != nil {
+			return fmt.Errorf("runtime: %w", err)
+		}
+		if h, err = m.be.Bind([]device.Command{c}); err != nil {
+			return fmt.Errorf("runtime: %s: %w", key, err)
+		}
+		if m.single == nil {
+			m.single = map[string]device.Program{}
+		}
+		m.single[key] = h
+		m.progs = append(m.progs, h)
+	}
+	m.step[0] = s
+	m.be.Encode(h, m.step[:])
 	m.be.Commit()
 	if err := m.be.Wait(); err != nil {
-		return fmt.Errorf("runtime: %s[%d] %s: %w", prog, ci, b.prog.Commands[ci].Label, err)
-	}
-	return nil
-}
-
-// program is the bound program named name, or nil.
-func (m *Model) program(name string) *bound {
-	switch {
-	case name == plans.ProgDecode:
-		return m.decode
-	case name == plans.ProgSampled:
-		return m.sampled
-	}
-	for _, b := range m.prefill {
-		if b.prog.Name == name {
-			return b
-		}
+		return fmt.Errorf("runtime: %s %s: %w", key, pr.Commands[ci].Label, err)
 	}
 	return nil
 }

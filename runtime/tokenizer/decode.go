@@ -203,6 +203,14 @@ func (t *Tokenizer) NewDecoder(special bool) *Decoder {
 	return &Decoder{t: t, special: special, removeSpace: t.v.AddSpacePrefix}
 }
 
+// Continuing marks the stream as the continuation of text already shown
+// (a generation after its prompt): the first token keeps its leading
+// space, which only the start of a text drops. It returns d.
+func (d *Decoder) Continuing() *Decoder {
+	d.removeSpace = false
+	return d
+}
+
 // Add takes the next token and returns the text it completes (often "",
 // sometimes the text of earlier tokens too).
 func (d *Decoder) Add(id int32) string {
