@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/akunu-dev/akunu/internal/cli"
@@ -11,11 +15,38 @@ import (
 
 func init() {
 	app.Register(cli.Command{
-		Name:    "bench",
-		Summary: "measure prompt processing and generation speed (llama-bench style), and decode bandwidth",
-		Usage:   "PLAN [-p 512] [-n 128] [-r 5] [--json] [--threads N] [--model PATH]",
-		Run:     runBench,
+		Name: "bench",
+		Summary: "measure prompt processing and generation speed (llama-bench style), decode bandwidth, " +
+			"batched decode of many sequences (--batch) and streaming latency (--stream)",
+		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]",
+		Run:   runBench,
 	})
+}
+
+// parseBatches reads "1,2,4,8".
+func parseBatches(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		b, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || b < 1 {
+			return nil, fmt.Errorf("%w: --batch %q: want sizes ≥ 1, comma-separated", cli.ErrUsage, s)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+type batchRow struct {
+	B          int       `json:"b"`
+	TokS       float64   `json:"tok_s_median"`
+	TokSMin    float64   `json:"tok_s_min"`
+	TokSMax    float64   `json:"tok_s_max"`
+	PerSeqTokS float64   `json:"per_sequence_tok_s"`
+	VsSingle   float64   `json:"vs_single_stream"`
+	Runs       []float64 `json:"runs"`
 }
 
 func runBench(ctx *cli.Context, args []string) error {
@@ -23,6 +54,8 @@ func runBench(ctx *cli.Context, args []string) error {
 	pp := fs.Int("p", 512, "prompt tokens")
 	tg := fs.Int("n", 128, "generated tokens")
 	reps := fs.Int("r", 5, "repetitions")
+	batchList := fs.String("batch", "", "also decode B sequences together for each B listed (1,2,4,8,16): aggregate tok/s")
+	stream := fs.Bool("stream", false, "also stream a generation and report time to first token and the gaps between tokens")
 	asJSON := fs.Bool("json", false, "print JSON")
 	lf := addLoadFlags(fs)
 	pos, err := cli.Parse(fs, args)
@@ -32,17 +65,53 @@ func runBench(ctx *cli.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
-	m, err := lf.load(ctx, pos[0])
+	batches, err := parseBatches(*batchList)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	r, err := m.Bench(*pp, *tg, max(*reps, 1))
+	seqs := 1
+	if len(batches) > 0 {
+		seqs = slices.Max(batches)
+	}
+	m, err := lf.load(ctx, pos[0], seqs)
+	if err != nil {
+		return err
+	}
+	defer closeModel(m)
+	*reps = max(*reps, 1)
+	progress := func(what string) {
+		if !*asJSON {
+			fmt.Fprintf(ctx.Stderr, "akunu: %s\n", what)
+		}
+	}
+	progress(fmt.Sprintf("pp%d and tg%d, %d runs after a warm-up", *pp, *tg, *reps))
+	r, err := m.Bench(*pp, *tg, *reps)
 	if err != nil {
 		return err
 	}
 	ppM, ppSD := runtime.MeanSD(r.PP)
 	tgM, tgSD := runtime.MeanSD(r.TG)
+	tgMed := runtime.Median(r.TG)
+	var rows []batchRow
+	for _, b := range batches {
+		progress(fmt.Sprintf("batched decode of %d sequences", b))
+		br, err := m.BenchBatch(b, 16, *tg, *reps)
+		if err != nil {
+			return err
+		}
+		med := runtime.Median(br.TG)
+		rows = append(rows, batchRow{B: b, TokS: med, TokSMin: slices.Min(br.TG), TokSMax: slices.Max(br.TG),
+			PerSeqTokS: med / float64(b), VsSingle: med / tgMed, Runs: br.TG})
+	}
+	var lat *latency
+	if *stream {
+		progress("a streamed generation")
+		l, err := streamLatency(m, *pp, *tg)
+		if err != nil {
+			return err
+		}
+		lat = &l
+	}
 	tgt := m.Plan.Header.Target
 	bw, bwSrc := tgt.BandwidthGBs*1e9, "profile "+tgt.Chip
 	if tgt.Kind == "cpu" || bw == 0 {
@@ -57,15 +126,23 @@ func runBench(ctx *cli.Context, args []string) error {
 	perTok := float64(m.DecodeBytes())
 	achieved := perTok * tgM
 	if *asJSON {
-		enc := json.NewEncoder(ctx.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{
+		out := map[string]any{
 			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": threads,
 			"pp": *pp, "tg": *tg, "reps": *reps,
-			"pp_tok_s": ppM, "pp_tok_s_sd": ppSD, "tg_tok_s": tgM, "tg_tok_s_sd": tgSD,
+			"pp_tok_s": ppM, "pp_tok_s_sd": ppSD, "tg_tok_s": tgM, "tg_tok_s_sd": tgSD, "tg_tok_s_median": tgMed,
+			"pp_runs": r.PP, "tg_runs": r.TG,
 			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved,
 			"bandwidth_bytes_s": bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
-		})
+		}
+		if rows != nil {
+			out["batch"] = rows
+		}
+		if lat != nil {
+			out["stream"] = lat
+		}
+		enc := json.NewEncoder(ctx.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
 	}
 	w := tabwriter.NewWriter(ctx.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "model\tchip\tbackend\tthreads\ttest\tt/s\t\n")
@@ -78,5 +155,36 @@ func runBench(ctx *cli.Context, args []string) error {
 	w.Flush()
 	fmt.Fprintf(ctx.Stdout, "\ndecode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)\n",
 		perTok/1e6, achieved/1e9, 100*achieved/bw, bw/1e9, bwSrc)
+	if rows != nil {
+		fmt.Fprintf(ctx.Stdout, "\nbatched decode, tg%d per sequence, median of %d runs [min–max]; against single-stream tg (median %.2f t/s):\n", *tg, *reps, tgMed)
+		w = tabwriter.NewWriter(ctx.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "B\taggregate t/s\tper sequence\t× single\t\n")
+		for _, r := range rows {
+			fmt.Fprintf(w, "%d\t%.2f [%.2f–%.2f]\t%.2f\t%.2f×\t\n", r.B, r.TokS, r.TokSMin, r.TokSMax, r.PerSeqTokS, r.VsSingle)
+		}
+		w.Flush()
+	}
+	if lat != nil {
+		fmt.Fprintf(ctx.Stdout, "\nstreaming (pp%d, tg%d): first token %.1f ms; gaps between tokens p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+			*pp, *tg, lat.FirstMS, lat.GapP50MS, lat.GapP99MS, lat.GapMaxMS)
+	}
 	return nil
+}
+
+// streamLatency streams one generation as akunu run does (its default
+// latency budget) and times the tokens' arrival.
+func streamLatency(m *runtime.Model, pp, tg int) (latency, error) {
+	s, err := m.NewSession()
+	if err != nil {
+		return latency{}, err
+	}
+	defer s.Close()
+	prompt := make([]int32, pp)
+	for i := range prompt {
+		prompt[i] = int32(1 + i%max(1, m.Vocab()-1))
+	}
+	clk := newClock(tg)
+	_, err = s.Generate(context.Background(), prompt, runtime.GenerateOptions{MaxTokens: tg, IgnoreEOS: true,
+		OnToken: func(int32) bool { clk.tick(); return true }})
+	return clk.latency(), err
 }

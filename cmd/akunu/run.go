@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
+	"os/signal"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/akunu-dev/akunu/internal/cli"
@@ -15,24 +20,31 @@ import (
 func init() {
 	app.Register(cli.Command{
 		Name:    "run",
-		Summary: "generate text from a prompt with a compiled plan (streams; --json for one object)",
-		Usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--threads N] [--json] [--top-logits K] [--model PATH]",
+		Summary: "generate text from a prompt with a compiled plan (streams; Ctrl-C ends the answer; --json for one object)",
+		Usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop TEXT]... [--threads N] [--json] [--top-logits K] [--model PATH]",
 		Run:     runRun,
 	})
 }
 
+// stringsFlag is a flag that may be given many times.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ", ") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
 // addSamplingFlags declares the sampling knobs (llama.cpp's names and, but
 // for the temperature, its defaults) and returns a function that reads them.
+// Without --seed a sampled run draws a fresh seed and reports it.
 func addSamplingFlags(fs *flag.FlagSet, defaultTemp float64) func() runtime.Sampling {
 	temp := fs.Float64("temp", defaultTemp, "temperature (0: greedy)")
 	topK := fs.Int("top-k", 40, "top-k (0: all)")
 	topP := fs.Float64("top-p", 0.95, "top-p (1: all)")
 	minP := fs.Float64("min-p", 0.05, "min-p (0: none)")
 	rep := fs.Float64("repeat-penalty", 1, "repetition penalty over the last 64 tokens (1: none)")
-	seed := fs.Uint("seed", 0, "sampling seed")
+	seed := fs.Int64("seed", -1, "sampling seed (-1: a fresh one, reported)")
 	return func() runtime.Sampling {
 		return runtime.Sampling{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-			RepeatPenalty: float32(*rep), Seed: uint32(*seed)}
+			RepeatPenalty: float32(*rep), Seed: uint32(max(*seed, 0)), Unseeded: *seed < 0}
 	}
 }
 
@@ -54,7 +66,8 @@ func addLoadFlags(fs interface {
 	}
 }
 
-func (lf loadFlags) load(ctx *cli.Context, plan string) (*runtime.Model, error) {
+// load loads plan on the chosen backend with seqs sequence slots.
+func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Model, error) {
 	var be runtime.Backend
 	switch *lf.backend {
 	case "auto":
@@ -73,13 +86,73 @@ func (lf loadFlags) load(ctx *cli.Context, plan string) (*runtime.Model, error) 
 	default:
 		return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", cli.ErrUsage, *lf.backend)
 	}
-	return runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads,
+	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs,
 		Progress: func(stage string, done, total int64) {
 			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
 			if done >= total {
 				fmt.Fprintln(ctx.Stderr)
 			}
 		}})
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// closeModel closes the model, then the backend load made for it.
+func closeModel(m *runtime.Model) {
+	be := m.Backend()
+	m.Close()
+	be.Close()
+}
+
+// interruptible is a context that the first Ctrl-C cancels (the answer
+// ends, not the program), and its release.
+func interruptible() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+// clock records when each token arrives, for time to first token and the
+// gaps between tokens while streaming.
+type clock struct {
+	start time.Time
+	at    []time.Duration
+}
+
+func newClock(capacity int) *clock {
+	return &clock{start: time.Now(), at: make([]time.Duration, 0, max(capacity, 0))}
+}
+
+func (c *clock) tick() { c.at = append(c.at, time.Since(c.start)) }
+
+// latency is what the stream of tokens looked like: the first token's
+// delay and the gaps between the tokens after it.
+type latency struct {
+	FirstMS  float64 `json:"ttft_ms"`
+	GapP50MS float64 `json:"gap_p50_ms"`
+	GapP99MS float64 `json:"gap_p99_ms"`
+	GapMaxMS float64 `json:"gap_max_ms"`
+}
+
+func (c *clock) latency() latency {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	var l latency
+	if len(c.at) == 0 {
+		return l
+	}
+	l.FirstMS = ms(c.at[0])
+	gaps := make([]time.Duration, 0, len(c.at))
+	for i := 1; i < len(c.at); i++ {
+		gaps = append(gaps, c.at[i]-c.at[i-1])
+	}
+	if len(gaps) == 0 {
+		return l
+	}
+	slices.Sort(gaps)
+	q := func(p float64) time.Duration { return gaps[min(len(gaps)-1, int(p*float64(len(gaps))))] }
+	l.GapP50MS, l.GapP99MS, l.GapMaxMS = ms(q(0.5)), ms(q(0.99)), ms(gaps[len(gaps)-1])
+	return l
 }
 
 func runRun(ctx *cli.Context, args []string) error {
@@ -87,6 +160,8 @@ func runRun(ctx *cli.Context, args []string) error {
 	prompt := fs.String("p", "", "the prompt")
 	n := fs.Int("n", 128, "tokens to generate at most (0: until EOS or a full context)")
 	sampling := addSamplingFlags(fs, 0)
+	var stops stringsFlag
+	fs.Var(&stops, "stop", "stop when the text reaches this string (repeatable)")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming")
 	topLogits := fs.Int("top-logits", 0, "with --json: the K best [id, logit] pairs of every step")
 	lf := addLoadFlags(fs)
@@ -97,39 +172,55 @@ func runRun(ctx *cli.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
-	m, err := lf.load(ctx, pos[0])
+	m, err := lf.load(ctx, pos[0], 1)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer closeModel(m)
+	s, err := m.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
 	ids := m.Tokenizer.Tokenize(*prompt, true, false)
-	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling()}
-	dec := m.Tokenizer.NewDecoder(false)
+	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling(), Stop: stops}
+	clk := newClock(*n)
+	o.OnToken = func(int32) bool { clk.tick(); return true }
 	if !*asJSON {
 		fmt.Fprint(ctx.Stdout, *prompt)
-		o.OnToken = func(id int32) bool {
-			fmt.Fprint(ctx.Stdout, dec.Add(id))
+		o.OnText = func(text string) bool {
+			fmt.Fprint(ctx.Stdout, text)
 			return true
 		}
 	}
-	res, err := m.NewSession().Generate(ids, o)
+	run, stop := interruptible()
+	defer stop()
+	res, err := s.Generate(run, ids, o)
 	if err != nil {
 		return err
 	}
-	st := stats(m, res)
+	st := stats(m, res, clk)
 	if !*asJSON {
-		fmt.Fprintln(ctx.Stdout, dec.Flush())
-		fmt.Fprintf(ctx.Stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; load %.0f ms; stop: %s\n",
-			len(res.Prompt), st.PromptTokS, len(res.Tokens), st.DecodeTokS, st.LoadMS, st.Stop)
+		fmt.Fprintln(ctx.Stdout)
+		seed := ""
+		if !o.Sampling.Greedy() {
+			seed = fmt.Sprintf("; seed %d", res.Seed)
+		}
+		fmt.Fprintf(ctx.Stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; first token %.0f ms, gaps p50 %.1f ms; load %.0f ms%s; stop: %s\n",
+			len(res.Prompt), st.PromptTokS, len(res.Tokens), st.DecodeTokS, st.FirstMS, st.GapP50MS, st.LoadMS, seed, st.Stop)
 		return nil
 	}
 	out := struct {
 		PromptTokens []int32    `json:"prompt_tokens"`
 		Tokens       []int32    `json:"tokens"`
 		Text         string     `json:"text"`
+		Seed         *uint32    `json:"seed,omitempty"`
 		Stats        runStats   `json:"stats"`
 		TopLogits    [][][2]any `json:"top_logits,omitempty"`
-	}{PromptTokens: ids, Tokens: res.Tokens, Text: m.Tokenizer.Detokenize(res.Tokens, false), Stats: st}
+	}{PromptTokens: ids, Tokens: res.Tokens, Text: res.Text, Stats: st}
+	if !o.Sampling.Greedy() {
+		out.Seed = &res.Seed
+	}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
@@ -151,10 +242,12 @@ type runStats struct {
 	PromptMS   float64 `json:"prompt_ms"`
 	DecodeMS   float64 `json:"decode_ms"`
 	LoadMS     float64 `json:"load_ms"`
-	Stop       string  `json:"stop"`
+	latency
+	Stop       string `json:"stop"`
+	StopString string `json:"stop_string,omitempty"`
 }
 
-func stats(m *runtime.Model, r *runtime.Result) runStats {
+func stats(m *runtime.Model, r *runtime.Result, clk *clock) runStats {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	rate := func(n int, d time.Duration) float64 {
 		if d <= 0 || n <= 0 {
@@ -164,6 +257,10 @@ func stats(m *runtime.Model, r *runtime.Result) runStats {
 	}
 	// The first generated token is chosen at the end of the prompt phase;
 	// decode covers the rest.
-	return runStats{PromptTokS: rate(len(r.Prompt), r.PromptTime), DecodeTokS: rate(len(r.Tokens)-1, r.DecodeTime),
-		PromptMS: ms(r.PromptTime), DecodeMS: ms(r.DecodeTime), LoadMS: ms(m.LoadTime), Stop: string(r.Stop)}
+	st := runStats{PromptTokS: rate(len(r.Prompt), r.PromptTime), DecodeTokS: rate(len(r.Tokens)-1, r.DecodeTime),
+		PromptMS: ms(r.PromptTime), DecodeMS: ms(r.DecodeTime), LoadMS: ms(m.LoadTime), Stop: string(r.Stop), StopString: r.StopString}
+	if clk != nil {
+		st.latency = clk.latency()
+	}
+	return st
 }

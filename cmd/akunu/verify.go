@@ -54,7 +54,7 @@ func runVerify(ctx *cli.Context, args []string) error {
 		be.Close()
 		return err
 	}
-	defer a.Close()
+	defer closeModel(a)
 	ref, err := runtime.Load(pos[0], runtime.Options{Model: *model, Threads: *threads})
 	if err != nil {
 		return err
@@ -159,11 +159,13 @@ func (r *verifyReport) print(w io.Writer, backend string) {
 // (the same plan on two backends) one command at a time, comparing every
 // output after each command and then copying a's outputs into ref, so
 // that each command is held to the CPU on the same inputs and errors do
-// not compound. It stops at the first command that differs.
+// not compound. It stops at the first command that differs. The prompt
+// goes through the batch programs as sequence 0 (a format-1 plan's
+// prefill programs, or one decode step a token), its last row's outputs
+// asked for; decode runs the chain as the engine does.
 func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, error) {
 	p := a.Plan
 	rep := &verifyReport{PromptTokens: len(prompt)}
-	sa, sr := a.TokenSlots(), ref.TokenSlots()
 	pos := 0
 	run := func(prog *plans.Program, s plans.Step) error {
 		for ci := range prog.Commands {
@@ -173,47 +175,130 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 			if err := ref.RunCommand(prog.Name, ci, s); err != nil {
 				return err
 			}
-			if m := compareCommand(p, prog, ci, a.Buffers(), ref.Buffers()); m != nil {
+			m, err := compareCommand(p, prog, ci, a, ref)
+			if err != nil {
+				return err
+			}
+			if m != nil {
 				m.Step = s
 				rep.Mismatch = m
 				return nil
 			}
-			syncOutputs(p, &prog.Commands[ci], a.Buffers(), ref.Buffers())
+			if err := syncOutputs(p, &prog.Commands[ci], a, ref); err != nil {
+				return err
+			}
 			rep.Commands++
 		}
 		return nil
+	}
+	// write puts u32 values into the io buffer of a role on both models.
+	write := func(role string, off int, vals ...uint32) error {
+		i := ioBuffer(p, role)
+		if i < 0 {
+			return fmt.Errorf("verify: the plan has no io %q buffer", role)
+		}
+		b := make([]byte, 4*len(vals))
+		for k, v := range vals {
+			binary.LittleEndian.PutUint32(b[4*k:], v)
+		}
+		if err := a.WriteBuffer(i, 4*off, b); err != nil {
+			return err
+		}
+		return ref.WriteBuffer(i, 4*off, b)
+	}
+	// read is a u32 of the io buffer of a role, on the reference.
+	read := func(role string, k int) (uint32, error) {
+		b, err := ref.ReadBuffer(ioBuffer(p, role))
+		if err != nil {
+			return 0, err
+		}
+		return binary.LittleEndian.Uint32(b[4*k:]), nil
 	}
 	if pos+len(prompt)+n > int(p.Model.HParams.Ctx) {
 		return nil, fmt.Errorf("verify: %d prompt tokens and %d steps exceed the plan's context of %d", len(prompt), n, p.Model.HParams.Ctx)
 	}
 	dec := p.Program(plans.ProgDecode)
+	var next uint32 // the token after the prompt
 	for toks := prompt; len(toks) > 0 && rep.Mismatch == nil; {
-		pr := p.Bucket(plans.KindPrefill, uint32(len(toks)))
-		if pr == nil || int(pr.Batch) > len(sa) { // one decode step per token
-			sa[0], sr[0] = uint32(toks[0]), uint32(toks[0])
-			if err := run(dec, plans.Step{Index: 0, Pos: uint32(pos), Batch: 1}); err != nil {
+		if pr := p.Bucket(plans.KindBatch, uint32(len(toks))); pr != nil {
+			k := min(len(toks), int(pr.Batch))
+			ts, ps, ss := make([]uint32, k), make([]uint32, k), make([]uint32, k)
+			for i := range k {
+				ts[i], ps[i] = uint32(toks[i]), uint32(pos+i)
+			}
+			last := k == len(toks)
+			outs := uint32(0)
+			for _, err := range []error{write("tokens", 0, ts...), write("positions", 0, ps...), write("seqs", 0, ss...)} {
+				if err != nil {
+					return nil, err
+				}
+			}
+			if last {
+				outs = 1
+				if err := write("out_rows", 0, uint32(k-1)); err != nil {
+					return nil, err
+				}
+			}
+			if err := run(pr, plans.Step{Batch: uint32(k), Out: outs}); err != nil {
 				return nil, err
 			}
-			sa[0], sr[0] = sa[1], sr[1]
-			pos++
-			toks = toks[1:]
+			pos, toks = pos+k, toks[k:]
+			if last && rep.Mismatch == nil {
+				var err error
+				if next, err = read("argmax", 0); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
-		k := min(len(toks), int(pr.Batch))
-		for i, t := range toks[:k] {
-			sa[i], sr[i] = uint32(t), uint32(t)
+		if pr := p.Bucket(plans.KindPrefill, uint32(len(toks))); pr != nil { // format 1
+			k := min(len(toks), int(pr.Batch))
+			ts := make([]uint32, k)
+			for i := range k {
+				ts[i] = uint32(toks[i])
+			}
+			if err := write("tokens", 0, ts...); err != nil {
+				return nil, err
+			}
+			if err := run(pr, plans.Step{Pos: uint32(pos), Batch: uint32(k)}); err != nil {
+				return nil, err
+			}
+			pos, toks = pos+k, toks[k:]
+			var err error
+			if next, err = read("tokens", 0); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		if err := run(pr, plans.Step{Index: 0, Pos: uint32(pos), Batch: uint32(k)}); err != nil {
+		if err := write("tokens", 0, uint32(toks[0])); err != nil { // one decode step
 			return nil, err
 		}
-		pos += k
-		toks = toks[k:]
+		if err := run(dec, plans.Step{Pos: uint32(pos), Batch: 1}); err != nil {
+			return nil, err
+		}
+		pos, toks = pos+1, toks[1:]
+		var err error
+		if next, err = read("tokens", 1); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Mismatch != nil {
+		return rep, nil
+	}
+	if err := write("tokens", 0, next); err != nil {
+		return nil, err
 	}
 	chain := a.ChainSteps()
 	for k := 0; k < n && rep.Mismatch == nil; k++ {
 		i := k % chain
 		if i == 0 && k > 0 {
-			sa[0], sr[0] = sa[chain], sr[chain]
+			t, err := read("tokens", chain)
+			if err != nil {
+				return nil, err
+			}
+			if err := write("tokens", 0, t); err != nil {
+				return nil, err
+			}
 		}
 		if err := run(dec, plans.Step{Index: uint32(i), Pos: uint32(pos), Batch: 1}); err != nil {
 			return nil, err
@@ -222,6 +307,21 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 		rep.DecodeSteps++
 	}
 	return rep, nil
+}
+
+// bufferReader reads a model's buffers (runtime.Model; tests give bytes).
+type bufferReader interface {
+	ReadBuffer(i int) ([]byte, error)
+}
+
+// ioBuffer is the index of the io buffer of a role, -1 for none.
+func ioBuffer(p *plans.Plan, role string) int {
+	for i, b := range p.Buffers {
+		if b.Kind == plans.BufIO && b.Role == role {
+			return i
+		}
+	}
+	return -1
 }
 
 // output is one written region of a command.
@@ -276,20 +376,36 @@ func outputs(p *plans.Plan, cmd *plans.Command) ([]output, *kernels.Kernel) {
 
 // compareCommand holds command ci's outputs on a to ref's, within the
 // kernel family's tolerance; nil when they agree.
-func compareCommand(p *plans.Plan, prog *plans.Program, ci int, a, ref [][]byte) *mismatch {
+func compareCommand(p *plans.Plan, prog *plans.Program, ci int, am, rm bufferReader) (*mismatch, error) {
 	cmd := &prog.Commands[ci]
 	outs, k := outputs(p, cmd)
 	if k == nil {
-		return &mismatch{Program: prog.Name, Index: ci, Label: cmd.Label, Kernel: p.Pipelines[cmd.Pipeline].Kernel, Detail: "kernel not in the catalog"}
+		return &mismatch{Program: prog.Name, Index: ci, Label: cmd.Label, Kernel: p.Pipelines[cmd.Pipeline].Kernel, Detail: "kernel not in the catalog"}, nil
 	}
 	tol := toleranceFor(k.Op, prog.Name)
 	for _, o := range outs {
-		got := a[o.binding.Buffer][o.start:o.end]
-		want := ref[o.binding.Buffer][o.start:o.end]
+		ab, err := am.ReadBuffer(int(o.binding.Buffer))
+		if err != nil {
+			return nil, err
+		}
+		rb, err := rm.ReadBuffer(int(o.binding.Buffer))
+		if err != nil {
+			return nil, err
+		}
+		end := min(o.end, len(ab))
+		if p.Buffers[o.binding.Buffer].Kind == plans.BufKV {
+			end = len(ab) // every sequence slot the model has
+		}
+		got, want := ab[o.start:end], rb[o.start:end]
 		var detail string
 		switch {
 		case tol.kind != tolValues && o.elem == "u32":
-			detail = compareIDs(got, want, tol, p, cmd, ref)
+			lb := cmd.Bindings[0]
+			logits, err := rm.ReadBuffer(int(lb.Buffer))
+			if err != nil {
+				return nil, err
+			}
+			detail = compareIDs(got, want, tol, p, cmd, logits[lb.Offset:])
 		case o.elem == "f16" || o.elem == "f32":
 			detail = compareValues(got, want, o.elem, tol.rel)
 		default:
@@ -302,10 +418,10 @@ func compareCommand(p *plans.Plan, prog *plans.Program, ci int, a, ref [][]byte)
 		}
 		if detail != "" {
 			return &mismatch{Program: prog.Name, Index: ci, Label: cmd.Label, Kernel: k.Name,
-				Detail: fmt.Sprintf("binding %d (%s, %s): %s [tolerance: %s]", o.binding.Slot, p.Buffers[o.binding.Buffer].Name, o.elem, detail, tol.why)}
+				Detail: fmt.Sprintf("binding %d (%s, %s): %s [tolerance: %s]", o.binding.Slot, p.Buffers[o.binding.Buffer].Name, o.elem, detail, tol.why)}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func elemAt(b []byte, i int, elem string) float64 {
@@ -363,9 +479,9 @@ func compareValues(got, want []byte, elem string, rel float64) string {
 }
 
 // compareIDs compares token ids; under tolIDs two different ids pass when
-// the logits the command read (its first binding, on the reference) are a
-// near tie.
-func compareIDs(got, want []byte, tol tolerance, p *plans.Plan, cmd *plans.Command, ref [][]byte) string {
+// the logits the command read (its first binding, on the reference, from
+// its offset) are a near tie.
+func compareIDs(got, want []byte, tol tolerance, p *plans.Plan, cmd *plans.Command, logits []byte) string {
 	for i := 0; i+4 <= len(got); i += 4 {
 		g, w := binary.LittleEndian.Uint32(got[i:]), binary.LittleEndian.Uint32(want[i:])
 		if g == w {
@@ -373,7 +489,6 @@ func compareIDs(got, want []byte, tol tolerance, p *plans.Plan, cmd *plans.Comma
 		}
 		if tol.kind == tolIDs && len(cmd.Bindings) > 0 {
 			lb := cmd.Bindings[0]
-			logits := ref[lb.Buffer][lb.Offset:]
 			elem := p.Buffers[lb.Buffer].DType
 			if elem != "f16" && elem != "f32" {
 				elem = "f32"
@@ -403,9 +518,20 @@ func compareIDs(got, want []byte, tol tolerance, p *plans.Plan, cmd *plans.Comma
 
 // syncOutputs copies command cmd's outputs on a into ref, so the next
 // command runs on the same inputs on both.
-func syncOutputs(p *plans.Plan, cmd *plans.Command, a, ref [][]byte) {
+func syncOutputs(p *plans.Plan, cmd *plans.Command, a, ref *runtime.Model) error {
 	outs, _ := outputs(p, cmd)
 	for _, o := range outs {
-		copy(ref[o.binding.Buffer][o.start:o.end], a[o.binding.Buffer][o.start:o.end])
+		b, err := a.ReadBuffer(int(o.binding.Buffer))
+		if err != nil {
+			return err
+		}
+		end := min(o.end, len(b))
+		if p.Buffers[o.binding.Buffer].Kind == plans.BufKV {
+			end = len(b)
+		}
+		if err := ref.WriteBuffer(int(o.binding.Buffer), o.start, b[o.start:end]); err != nil {
+			return err
+		}
 	}
+	return nil
 }
