@@ -330,6 +330,9 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 	} else if len(n.Biases) > 0 {
 		bias = e.weight(n.Biases[0])
 	}
+	if i, ok := s.repacked(n); ok {
+		w = e.whole(i)
+	}
 	out := n.Out[0]
 	rows := e.p.rowsOf(out)
 	y := e.act(out)

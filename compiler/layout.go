@@ -2,9 +2,11 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 )
 
@@ -15,8 +17,11 @@ import (
 // order (decode graph first), pointing into the file (offset =
 // FileOffset, size = the tensor's bytes); one derived concat_rows buffer per
 // concat matmul (and one for its biases), its sources of one dtype (the
-// fusion condition same_weights) and sizes adding up. A tied LM head reads
-// the token embedding's buffer: no copy. No weight byte is read.
+// fusion condition same_weights) and sizes adding up; one derived repack
+// buffer ("<tensor>.x16") per single-weight matmul whose type the target
+// repacks (tuning.repack; N a multiple of 16), which every program then
+// reads instead of the tensor. A tied LM head reads the token embedding's
+// buffer (or its repacked copy). No weight byte is read.
 func layoutPass(s *state) (string, error) {
 	s.plan = &plans.Plan{}
 	s.weights = map[string]uint32{}
@@ -36,7 +41,7 @@ func layoutPass(s *state) (string, error) {
 		s.weights[name] = i
 		return i, nil
 	}
-	var derived []*MatMul
+	var derived, repacks []*MatMul
 	for _, g := range s.graphs {
 		for _, n := range g.Nodes {
 			for _, name := range tensorsOf(n) {
@@ -44,8 +49,12 @@ func layoutPass(s *state) (string, error) {
 					return "", err
 				}
 			}
-			if mm, ok := n.(*MatMul); ok && mm.Concat {
-				derived = append(derived, mm)
+			if mm, ok := n.(*MatMul); ok {
+				if mm.Concat {
+					derived = append(derived, mm)
+				} else if r := s.repackOf(mm); r != "" {
+					repacks = append(repacks, mm)
+				}
 			}
 		}
 	}
@@ -83,11 +92,48 @@ func layoutPass(s *state) (string, error) {
 			s.derived[name] = s.plan.AddBuffer(b)
 		}
 	}
+	for _, mm := range repacks {
+		name := mm.Weights[0] + ".x16"
+		if _, ok := s.derived[name]; ok {
+			continue
+		}
+		w := &s.plan.Buffers[s.weights[mm.Weights[0]]]
+		s.derived[name] = s.plan.AddBuffer(plans.Buffer{Name: name, Kind: plans.BufDerived, Recipe: s.repackOf(mm),
+			DType: w.DType, Size: w.Size, Shape: append([]uint64(nil), w.Shape...), Sources: []uint32{s.weights[mm.Weights[0]]}})
+	}
 	tied := ""
 	if s.hp.TiedOutput {
 		tied = ", LM head tied to the token embedding"
 	}
 	return fmt.Sprintf("%d weight buffers, %d derived%s", nw, len(s.plan.Buffers)-nw, tied), nil
+}
+
+// repackOf is the repack recipe of a single-weight matmul's weight when the
+// target repacks its type (tuning.repack) and its shape allows it (whole
+// 16-row groups, whole blocks); "" otherwise.
+func (s *state) repackOf(mm *MatMul) string {
+	if mm.Concat || len(mm.Weights) != 1 {
+		return ""
+	}
+	t := s.tensors[mm.Weights[0]]
+	r := kernels.RepackRecipe(t.Type)
+	if r == "" || !slices.Contains(s.tuning.Repack, strings.TrimPrefix(r, plans.RecipeRepackPrefix)) {
+		return ""
+	}
+	if bs := t.Type.BlockSize(); mm.N()%16 != 0 || bs == 0 || mm.K%int(bs) != 0 {
+		return ""
+	}
+	return r
+}
+
+// repacked is the derived repack buffer of a matmul's weight, if the layout
+// pass made one.
+func (s *state) repacked(mm *MatMul) (uint32, bool) {
+	if mm.Concat || len(mm.Weights) != 1 {
+		return 0, false
+	}
+	i, ok := s.derived[mm.Weights[0]+".x16"]
+	return i, ok
 }
 
 // tensorsOf lists the tensors a node reads, in binding order.

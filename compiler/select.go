@@ -124,8 +124,15 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		}
 		dt := s.tensors[n.Weights[0]].Type
 		rows := p.rowsOf(n.Out[0])
+		x16 := kernels.Variant(0)
+		if _, ok := s.repacked(n); ok {
+			x16 = kernels.X16
+		}
 		if rows == 1 {
 			k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, n.SiLU, s.act)
+			if err == nil && x16 != 0 {
+				k, err = kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: k.Variant | x16, Act: s.act})
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v has no GEMV kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
 			}
@@ -134,9 +141,9 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if n.SiLU {
 			return nil, fmt.Errorf("%s: %w: no SiLU-fused GEMM (the silu_down rule is for decode)", n.Label, ErrUnsupported)
 		}
-		sp := kernels.Spec{Op: kernels.OpGEMM, DType: dt}
+		sp := kernels.Spec{Op: kernels.OpGEMM, DType: dt, Variant: x16}
 		if rows <= 8 {
-			sp.Variant = kernels.Small
+			sp.Variant |= kernels.Small
 		}
 		ks, err := s.find(sp)
 		if err != nil {

@@ -1,6 +1,10 @@
 package kernels
 
-import "github.com/akunu-dev/akunu/compiler/dtype"
+import (
+	"strings"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
 
 // family describes the kernels of one op: what they bind, their parameter
 // struct, their constants, their geometry rule, and which specs exist.
@@ -98,8 +102,24 @@ var (
 	}
 )
 
+// repacked are the weight types with a 16-row interleaved layout (X16), for
+// the CPU (F32 activations): the recipe repack:<dtype>x16 builds it.
+var repacked = []dtype.Type{dtype.Q4_0}
+
+// RepackRecipe is the derived-buffer recipe of dt's X16 layout
+// ("repack:q4_0x16"), "" for a type without one.
+func RepackRecipe(dt dtype.Type) string {
+	for _, r := range repacked {
+		if r == dt {
+			return "repack:" + strings.ToLower(dt.String()) + "x16"
+		}
+	}
+	return ""
+}
+
 const (
-	docWeight = "W [N, K] in the kernel's dtype, rows contiguous"
+	docWeightX16 = "W [N, K] repacked in 16-row groups (docs/formats.md#q4_0x16); N a multiple of 16"
+	docWeight    = "W [N, K] in the kernel's dtype, rows contiguous"
 	docBias   = "bias [N], F32"
 )
 
@@ -120,7 +140,11 @@ var families = []*family{
 				// buffer is bound twice, at offsets 0 and K elements.
 				x = []Binding{in("gate", RoleActivation, "gate [K]"), in("up", RoleActivation, "up [K]")}
 			}
-			return append(append([]Binding{in("w", RoleWeight, docWeight)}, x...),
+			w := docWeight
+			if s.Variant&X16 != 0 {
+				w = docWeightX16
+			}
+			return append(append([]Binding{in("w", RoleWeight, w)}, x...),
 				out("y", RoleActivation, "y [N]"),
 				when(in("bias", RoleWeight, docBias), "has_bias"))
 		},
@@ -142,7 +166,8 @@ var families = []*family{
 		instances: func() []Spec {
 			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
-			return append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
+			out = append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
+			return append(out, typed(OpGEMV, f32Only, repacked, X16, X16|SiLU)...)
 		},
 	},
 	{
@@ -153,9 +178,13 @@ var families = []*family{
 			}
 			return "Y = X·Wᵀ (+ bias), a prefill batch"
 		},
-		bindings: func(Spec) []Binding {
+		bindings: func(s Spec) []Binding {
+			w := docWeight
+			if s.Variant&X16 != 0 {
+				w = docWeightX16
+			}
 			return []Binding{
-				in("w", RoleWeight, docWeight),
+				in("w", RoleWeight, w),
 				in("x", RoleActivation, "X [M, lda]"),
 				out("y", RoleActivation, "Y [M, ldc]"),
 				when(in("bias", RoleWeight, docBias), "has_bias"),
@@ -168,7 +197,9 @@ var families = []*family{
 			}
 			return "32×64 tiles of Y, K stepped by 32 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/32))"
 		},
-		instances: func() []Spec { return typed(OpGEMM, acts, weightTypes, 0, Small) },
+		instances: func() []Spec {
+			return append(typed(OpGEMM, acts, weightTypes, 0, Small), typed(OpGEMM, f32Only, repacked, X16, Small|X16)...)
+		},
 	},
 	{
 		op: OpEmbedding, params: EmbeddingParams{},

@@ -88,10 +88,11 @@ const (
 	Parallel                        // decode attention: KV range split over threadgroups (_parallel)
 	V2                              // prefill attention: tiled over queries and keys (_v2)
 	Rows                            // RoPE, KV writes, prefill attention: each row's position and sequence slot from io buffers (_rows)
+	X16                             // GEMV, GEMM: the weight repacked in 16-row interleaved groups (_x16; docs/formats.md)
 	numVariants = iota
 )
 
-var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows"}
+var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16"}
 
 // Names lists the flags of v, in declaration order.
 func (v Variant) Names() []string {
@@ -116,8 +117,8 @@ func (v Variant) String() string {
 
 // allowed lists the variant flags each op's names can carry.
 var allowed = [numOps]Variant{
-	OpGEMV:                LargeK | Wide | SiLU,
-	OpGEMM:                Small,
+	OpGEMV:                LargeK | Wide | SiLU | X16,
+	OpGEMM:                Small | X16,
 	OpRMSNorm:             Residual,
 	OpLayerNorm:           Residual,
 	OpRoPE:                NeoX | Rows,
@@ -141,8 +142,8 @@ type Spec struct {
 // Name is THE naming convention: the only code that knows how a kernel's
 // name is spelled. It follows the akunu engine's names:
 //
-//	gemv[_wide]_<dtype>[_l][_silu][_f32]      gemv_q4_0, gemv_q4_0_l, gemv_wide_q6_k, gemv_q4_k_silu
-//	simd_gemm[_small]_<dtype>[_f32]           simd_gemm_q8_0, simd_gemm_small_f16
+//	gemv[_wide]_<dtype>[_x16][_l][_silu][_f32]  gemv_q4_0, gemv_q4_0_l, gemv_wide_q6_k, gemv_q4_k_silu, gemv_q4_0_x16_f32
+//	simd_gemm[_small]_<dtype>[_x16][_f32]       simd_gemm_q8_0, simd_gemm_small_f16, simd_gemm_q4_0_x16_f32
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
@@ -165,7 +166,7 @@ func (s Spec) Name() (string, error) {
 	if bad := s.Variant &^ allowed[s.Op]; bad != 0 {
 		return "", fmt.Errorf("kernels: %v has no %v variant", s.Op, bad)
 	}
-	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel {
+	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel || s.Variant&X16 != 0 && s.Variant&(LargeK|Wide) != 0 {
 		return "", fmt.Errorf("kernels: %v: variants %v exclude each other", s.Op, s.Variant)
 	}
 	dt := ""
@@ -191,9 +192,9 @@ func (s Spec) Name() (string, error) {
 	}
 	switch s.Op {
 	case OpGEMV:
-		return "gemv" + flag(Wide, "_wide") + "_" + dt + flag(LargeK, "_l") + flag(SiLU, "_silu") + actTail, nil
+		return "gemv" + flag(Wide, "_wide") + "_" + dt + flag(X16, "_x16") + flag(LargeK, "_l") + flag(SiLU, "_silu") + actTail, nil
 	case OpGEMM:
-		return "simd_gemm" + flag(Small, "_small") + "_" + dt + actTail, nil
+		return "simd_gemm" + flag(Small, "_small") + "_" + dt + flag(X16, "_x16") + actTail, nil
 	case OpEmbedding:
 		return "embedding_lookup_" + dt + actTail, nil
 	case OpConvert:

@@ -38,11 +38,16 @@ const (
 // format 1 needs 1; a patch kind or buffer kind added later raises it to
 // the version that added it, and a plan that does not use the new kind
 // stays readable by older runtimes. Format 2 added batch programs, the seq
-// and out_count patch kinds and KV caches of several sequence slots: a
-// plan that has any of them needs 2.
+// and out_count patch kinds, KV caches of several sequence slots and
+// repacked weights: a plan that has any of them needs 2.
 func (p *Plan) RequiredRuntime() uint32 {
 	if p.Header.Target.Tuning.MaxSeqs > 1 {
 		return 2
+	}
+	for i := range p.Buffers {
+		if strings.HasPrefix(p.Buffers[i].Recipe, RecipeRepackPrefix) {
+			return 2
+		}
 	}
 	for i := range p.Programs {
 		pr := &p.Programs[i]

@@ -91,6 +91,9 @@ type Tuning struct {
 	// OutRows (format 2) is the most rows of one batch replay that produce
 	// logits: the io logits buffer holds OutRows rows.
 	OutRows uint32
+	// Repack (format 2) lists the weight layouts the compiler repacked
+	// weights into for the target's backend ("q4_0x16").
+	Repack []string
 }
 
 // Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,

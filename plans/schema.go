@@ -61,6 +61,7 @@ func (t *Tuning) fields() []field {
 		{"extra", 1, &t.Extra},
 		{"max_seqs", 2, &t.MaxSeqs},
 		{"out_rows", 2, &t.OutRows},
+		{"repack", 2, &t.Repack},
 	}
 }
 

@@ -50,6 +50,11 @@ type Tuning struct {
 	// decode step of many sequences, a speculative verify pass); the logits
 	// buffer holds that many rows.
 	OutRows int `json:"out_rows"`
+	// Repack lists the weight layouts the target's backend reads faster
+	// than GGUF's ("q4_0x16": Q4_0 in 16-row interleaved groups): weights
+	// of those types are repacked at load (a derived buffer) and read by
+	// the layout's kernels.
+	Repack []string `json:"repack"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -182,6 +187,11 @@ var rules = []Rule{
 	rule("max_seqs", always, 64,
 		"ours: a bound, not an allocation (the runtime sizes the KV cache for the slots it uses); llama-server's default is 4 slots, busy servers run dozens"),
 
+	rule("repack", cpuFamily("x86-64-v4"), []string{"q4_0x16"},
+		"ours: with AVX-512 VNNI, 16 rows' blocks in one register make a block's 32 products one lane's sum before a single conversion (llama.cpp repacks for the same reason); measured in docs/runtime.md"),
+	rule("repack", always, []string{},
+		"ours: other targets read GGUF's layout, mapped without a copy"),
+
 	rule("out_rows", always, 32,
 		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),
 }
@@ -205,6 +215,11 @@ var (
 	always = Cond{"always", func(*Profile) bool { return true }}
 	isCPU  = Cond{"kind = cpu", func(p *Profile) bool { return p.Kind == CPU }}
 )
+
+// cpuFamily holds for CPU targets of one instruction-set level.
+func cpuFamily(f string) Cond {
+	return Cond{"kind = cpu, family " + f, func(p *Profile) bool { return p.Kind == CPU && p.Family == f }}
+}
 
 // The GPU size classes. The boundaries sit in the gaps between Apple's
 // tiers (base 7-10 cores, Pro 14-20, Max 24-40, Ultra 48-80), so that every
