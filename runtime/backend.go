@@ -23,7 +23,10 @@ type Backend interface {
 	Map(data []byte) (device.Buffer, error)
 	// Derive builds a derived weight of size bytes from srcs by recipe
 	// (concat_rows; a backend's own repack:<layout>), on the device.
-	Derive(recipe string, srcs []device.Buffer, size int) (device.Buffer, error)
+	// rowElems is the elements in one row of the weight (the plan
+	// buffer's Shape[0]), 0 when the plan does not say: a repack needs
+	// it to find where the sources' rows start.
+	Derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error)
 	// Free releases a buffer; Unbind releases a program. A model frees
 	// what it made when it closes, so a shared backend outlives it.
 	Free(device.Buffer)

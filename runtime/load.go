@@ -70,7 +70,7 @@ type Model struct {
 
 	// The io buffers the engine writes and reads (positions, seqs, out
 	// rows and argmax: zero in a format-1 plan).
-	io struct{ tokens, pos, seqs, outRows, argmax, logits device.Buffer }
+	io         struct{ tokens, pos, seqs, outRows, argmax, logits device.Buffer }
 	tokenSlots int
 	// readback are two buffers of ChainChunk token ids: chain k's tokens
 	// are copied on the device into readback[k%2], where the host reads
@@ -271,7 +271,11 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 			if b.Recipe != plans.RecipeConcatRows && !strings.HasPrefix(b.Recipe, plans.RecipeRepackPrefix) {
 				return fmt.Errorf("runtime: buffer %q: recipe %q: %w", b.Name, b.Recipe, ErrUnsupportedPlan)
 			}
-			m.bufs[i], err = m.be.Derive(b.Recipe, srcs, int(b.Size))
+			rowElems := 0
+			if len(b.Shape) > 0 {
+				rowElems = int(b.Shape[0])
+			}
+			m.bufs[i], err = m.be.Derive(b.Recipe, srcs, int(b.Size), rowElems)
 			report(b.Size)
 		case plans.BufConstant, plans.BufParams:
 			if m.bufs[i], err = m.be.Alloc(int(b.Size)); err == nil {

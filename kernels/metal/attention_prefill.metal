@@ -8,9 +8,16 @@
 // SIMD group runs its 8 rows one after another as v1 does; staging key and
 // value tiles of kv_tile keys in threadgroup memory (the geometry reserves
 // it) is the step still to take, on a Mac, with a profiler.
+//
+// The _rows forms read query t's position from pos[t] and its KV sequence
+// slot from seq[t] (slots back to back in each cache, n_kv_heads·max_ctx
+// rows apart) and see keys up to that position, ignoring kv_len and
+// position. A query whose position is past max_ctx, or whose slot lies past
+// a cache (bounds.h), sees no keys and writes zeros, as the CPU twin.
 #include <metal_stdlib>
 #include "ShaderTypes.h"
 #include "attention.h"
+#include "bounds.h"
 using namespace metal;
 
 constant uint head_dim [[function_constant(0)]];
@@ -19,11 +26,31 @@ constant bool has_softcap [[function_constant(2)]];
 constant bool has_window [[function_constant(3)]];
 constant uint kv_tile [[function_constant(4)]];
 
+// RowsArgs are a Rows command's per-row inputs and its caches' bound
+// lengths; the other forms pass none.
+struct RowsArgs {
+    device const uint* pos;
+    device const uint* seq;
+    ulong k_bytes, v_bytes;
+};
+
+template <bool ROWS>
 inline void prefill_row(device const half* q, device const half* k_cache, device const half* v_cache,
-                        device half* out, constant AttentionParams& p, uint t, uint h, uint lane) {
+                        device half* out, RowsArgs ra, constant AttentionParams& p, uint t, uint h, uint lane) {
     if (t >= p.n_tokens) return;
     uint kvh = h / (p.n_heads / p.n_kv_heads);
-    uint2 r = attn_range(p.position + t, p.kv_len, has_window, p.window);
+    uint pos = p.position + t, kv_len = p.kv_len;
+    if (ROWS) {
+        pos = ra.pos[t];
+        uint seq = ra.seq[t];
+        kv_len = 0; // outside the cache: no keys, zeros out
+        if (pos < p.max_ctx && kv_slot_fits(seq, p.n_kv_heads, p.max_ctx, head_dim, head_dim_v, ra.k_bytes, ra.v_bytes)) {
+            kv_len = pos + 1;
+            k_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * head_dim;
+            v_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * head_dim_v;
+        }
+    }
+    uint2 r = attn_range(pos, kv_len, has_window, p.window);
     device const half* qh = q + ulong(t) * p.q_stride + h * head_dim;
     float qv[ATTN_MAX_PER_LANE];
     for (uint i = 0; i < ATTN_MAX_PER_LANE; i++) qv[i] = lane + 32 * i < head_dim ? float(qh[lane + 32 * i]) : 0.0f;
@@ -45,7 +72,22 @@ kernel void flash_attention_prefill_f16(device const half* q [[buffer(0)]],
                                         uint3 tgpig [[threadgroup_position_in_grid]],
                                         uint sg [[simdgroup_index_in_threadgroup]],
                                         uint lane [[thread_index_in_simdgroup]]) {
-    prefill_row(q, k_cache, v_cache, out, p, tgpig.x * 4 + sg, tgpig.y, lane);
+    RowsArgs none = {nullptr, nullptr, 0, 0};
+    prefill_row<false>(q, k_cache, v_cache, out, none, p, tgpig.x * 4 + sg, tgpig.y, lane);
+}
+
+kernel void flash_attention_prefill_rows_f16(device const half* q [[buffer(0)]],
+                                             device const half* k_cache [[buffer(1)]],
+                                             device const half* v_cache [[buffer(2)]],
+                                             device half* out [[buffer(3)]],
+                                             device const uint* pos [[buffer(4)]],
+                                             device const uint* seq [[buffer(5)]],
+                                             constant AttentionParams& p [[buffer(6)]],
+                                             uint3 tgpig [[threadgroup_position_in_grid]],
+                                             uint sg [[simdgroup_index_in_threadgroup]],
+                                             uint lane [[thread_index_in_simdgroup]]) {
+    RowsArgs ra = {pos, seq, bound_bytes(p, 1), bound_bytes(p, 2)};
+    prefill_row<true>(q, k_cache, v_cache, out, ra, p, tgpig.x * 4 + sg, tgpig.y, lane);
 }
 
 kernel void flash_attention_prefill_v2_f16(device const half* q [[buffer(0)]],
@@ -57,5 +99,21 @@ kernel void flash_attention_prefill_v2_f16(device const half* q [[buffer(0)]],
                                            uint sg [[simdgroup_index_in_threadgroup]],
                                            uint lane [[thread_index_in_simdgroup]]) {
     (void)kv_tile; // the tile size of the staged form (above)
-    for (uint i = 0; i < 8; i++) prefill_row(q, k_cache, v_cache, out, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
+    RowsArgs none = {nullptr, nullptr, 0, 0};
+    for (uint i = 0; i < 8; i++) prefill_row<false>(q, k_cache, v_cache, out, none, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
+}
+
+kernel void flash_attention_prefill_v2_rows_f16(device const half* q [[buffer(0)]],
+                                                device const half* k_cache [[buffer(1)]],
+                                                device const half* v_cache [[buffer(2)]],
+                                                device half* out [[buffer(3)]],
+                                                device const uint* pos [[buffer(4)]],
+                                                device const uint* seq [[buffer(5)]],
+                                                constant AttentionParams& p [[buffer(6)]],
+                                                uint3 tgpig [[threadgroup_position_in_grid]],
+                                                uint sg [[simdgroup_index_in_threadgroup]],
+                                                uint lane [[thread_index_in_simdgroup]]) {
+    (void)kv_tile;
+    RowsArgs ra = {pos, seq, bound_bytes(p, 1), bound_bytes(p, 2)};
+    for (uint i = 0; i < 8; i++) prefill_row<true>(q, k_cache, v_cache, out, ra, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
 }

@@ -4,6 +4,7 @@
 #include <metal_stdlib>
 #include "ShaderTypes.h"
 #include "quants.h"
+#include "bounds.h"
 using namespace metal;
 
 constant bool last_row [[function_constant(0)]];
@@ -115,4 +116,20 @@ kernel void convert_f16_to_f32(device const half* x [[buffer(0)]],
                                uint tpitg [[thread_index_in_threadgroup]]) {
     EW_INDEX
     out[row * p.out_stride + col] = float(x[row * p.a_stride + col]);
+}
+
+// gather_rows: output row j is input row rows[j] (the batch rows whose
+// logits are asked for). A source row that reaches past x's bound length
+// (bounds.h) reads as zeros, as runtime/cpu's twin: the runtime never asks
+// for one, but an index is host data the kernel must not trust.
+kernel void gather_rows_f16(device const half* x [[buffer(0)]],
+                            device const uint* rows [[buffer(1)]],
+                            device half* out [[buffer(2)]],
+                            constant ElementwiseParams& p [[buffer(3)]],
+                            uint3 tgpig [[threadgroup_position_in_grid]],
+                            uint tpitg [[thread_index_in_threadgroup]]) {
+    EW_INDEX
+    ulong src = ulong(rows[row]) * p.a_stride;
+    bool inside = src + p.n_cols <= bound_bytes(p, 0) / 2;
+    out[row * p.out_stride + col] = inside ? x[src + col] : half(0.0f);
 }

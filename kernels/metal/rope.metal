@@ -5,9 +5,16 @@
 // (i, i + rope_dim/2) NeoX. The angle of pair i at position pos is
 // pos · theta^(-2i/rope_dim) / factors[i], scaled and YaRN-mixed as
 // runtime/cpu/rope.go (its ropeCfg) computes it.
+//
+// The _rows forms take each row's position from pos[t] instead of
+// position + t, and the KV writes its KV sequence slot from seq[t]: slots
+// lie back to back in each cache, n_kv_heads·max_ctx rows apart. A row
+// whose position is past max_ctx, or whose slot lies past a cache
+// (bounds.h), writes nothing, q_out included, as the CPU twin skips it.
 #include <metal_stdlib>
 #include "ShaderTypes.h"
 #include "quants.h"
+#include "bounds.h"
 using namespace metal;
 
 constant uint head_dim [[function_constant(0)]];
@@ -51,6 +58,18 @@ template <bool NEOX> inline uint2 pair_index(uint i, uint rope_dim) {
     return ix;
 }
 
+// rope_head rotates head h of row t, at position pos, in place.
+template <bool NEOX>
+inline void rope_head(device half* x, device const float* factors, constant RoPEParams& p, uint pos, uint t, uint h, uint tid) {
+    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
+    float2 cs = rope_cs(a, factors, tid, pos);
+    device half* e = x + ulong(t) * p.stride + h * head_dim;
+    uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
+    float x0 = float(e[ix.x]), x1 = float(e[ix.y]);
+    e[ix.x] = half(x0 * cs.x - x1 * cs.y);
+    e[ix.y] = half(x0 * cs.y + x1 * cs.x);
+}
+
 template <bool NEOX>
 kernel void rope(device half* x [[buffer(0)]],
                  device const float* factors [[buffer(1)]],
@@ -59,32 +78,55 @@ kernel void rope(device half* x [[buffer(0)]],
                  uint tid [[thread_index_in_threadgroup]]) {
     uint h = tgpig.x, t = tgpig.y;
     if (t >= p.n_tokens || tid >= p.rope_dim / 2) return;
-    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
-    float2 cs = rope_cs(a, factors, tid, p.position + t);
-    device half* e = x + ulong(t) * p.stride + h * head_dim;
-    uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
-    float x0 = float(e[ix.x]), x1 = float(e[ix.y]);
-    e[ix.x] = half(x0 * cs.x - x1 * cs.y);
-    e[ix.y] = half(x0 * cs.y + x1 * cs.x);
+    rope_head<NEOX>(x, factors, p, p.position + t, t, h, tid);
 }
 typedef decltype(rope<false>) rope_t;
 template [[host_name("rope_f16")]] kernel rope_t rope<false>;
 template [[host_name("rope_neox_f16")]] kernel rope_t rope<true>;
 
+// rope_rows: seq is bound (the catalog's Rows bindings) but a stand-alone
+// rotation has no cache to place, so only pos is read.
+template <bool NEOX>
+kernel void rope_rows(device half* x [[buffer(0)]],
+                      device const float* factors [[buffer(1)]],
+                      device const uint* pos [[buffer(2)]],
+                      device const uint* seq [[buffer(3)]],
+                      constant RoPEParams& p [[buffer(4)]],
+                      uint3 tgpig [[threadgroup_position_in_grid]],
+                      uint tid [[thread_index_in_threadgroup]]) {
+    uint h = tgpig.x, t = tgpig.y;
+    if (t >= p.n_tokens || tid >= p.rope_dim / 2) return;
+    rope_head<NEOX>(x, factors, p, pos[t], t, h, tid);
+}
+typedef decltype(rope_rows<false>) rope_rows_t;
+template [[host_name("rope_rows_f16")]] kernel rope_rows_t rope_rows<false>;
+template [[host_name("rope_neox_rows_f16")]] kernel rope_rows_t rope_rows<true>;
+
 // rope_kv: threadgroup (h, t): h < n_heads rotates query head h into q_out;
 // h ≥ n_heads is kv head h - n_heads: its k is rotated into the K cache at
-// position + t and its v copied into the V cache. With NORM each head is
-// first RMS-normalized with q_norm or k_norm (Qwen 3, Gemma 3): the sum of
-// squares meets in threadgroup memory, one float per SIMD group.
-template <bool NEOX, bool NORM>
+// the row's position and its v copied into the V cache. With NORM each head
+// is first RMS-normalized with q_norm or k_norm (Qwen 3, Gemma 3): the sum
+// of squares meets in threadgroup memory, one float per SIMD group. With
+// ROWS the row's position and slot come from pos and seq, and k_bytes and
+// v_bytes are the caches' bound lengths; the guard depends on t alone, so
+// a whole threadgroup returns before any barrier or none does.
+template <bool NEOX, bool NORM, bool ROWS>
 inline void rope_kv(device const half* q, device const half* k, device const half* v,
                     device const float* q_norm, device const float* k_norm,
                     device half* q_out, device half* k_cache, device half* v_cache,
-                    device const float* factors, constant RoPEQKVWriteParams& p,
+                    device const float* factors, device const uint* pos_in, device const uint* seq_in,
+                    ulong k_bytes, ulong v_bytes, constant RoPEQKVWriteParams& p,
                     threadgroup float* tg, uint3 tgpig, uint tid, uint ntg) {
     uint h = tgpig.x, t = tgpig.y;
     if (t >= p.n_tokens) return;
     uint pos = p.position + t;
+    if (ROWS) {
+        pos = pos_in[t];
+        uint seq = seq_in[t];
+        if (pos >= p.max_ctx || !kv_slot_fits(seq, p.n_kv_heads, p.max_ctx, head_dim, p.head_dim_v, k_bytes, v_bytes)) return;
+        k_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * head_dim;
+        v_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * p.head_dim_v;
+    }
     bool is_q = h < p.n_heads;
     uint kh = h - p.n_heads;
     device const half* src = is_q ? q + ulong(t) * p.q_stride + h * head_dim
@@ -136,11 +178,33 @@ kernel void rope_qkv_write(device const half* q [[buffer(0)]],
                            uint3 tgpig [[threadgroup_position_in_grid]],
                            uint tid [[thread_index_in_threadgroup]],
                            uint3 ntg [[threads_per_threadgroup]]) {
-    rope_kv<NEOX, false>(q, k, v, factors, factors, q_out, k_cache, v_cache, factors, p, nullptr, tgpig, tid, ntg.x);
+    rope_kv<NEOX, false, false>(q, k, v, factors, factors, q_out, k_cache, v_cache, factors, nullptr, nullptr, 0, 0, p,
+                                nullptr, tgpig, tid, ntg.x);
 }
 typedef decltype(rope_qkv_write<false>) rope_qkv_t;
 template [[host_name("rope_qkv_write_f16")]] kernel rope_qkv_t rope_qkv_write<false>;
 template [[host_name("rope_neox_qkv_write_f16")]] kernel rope_qkv_t rope_qkv_write<true>;
+
+template <bool NEOX>
+kernel void rope_qkv_write_rows(device const half* q [[buffer(0)]],
+                                device const half* k [[buffer(1)]],
+                                device const half* v [[buffer(2)]],
+                                device half* q_out [[buffer(3)]],
+                                device half* k_cache [[buffer(4)]],
+                                device half* v_cache [[buffer(5)]],
+                                device const float* factors [[buffer(6)]],
+                                device const uint* pos [[buffer(7)]],
+                                device const uint* seq [[buffer(8)]],
+                                constant RoPEQKVWriteParams& p [[buffer(9)]],
+                                uint3 tgpig [[threadgroup_position_in_grid]],
+                                uint tid [[thread_index_in_threadgroup]],
+                                uint3 ntg [[threads_per_threadgroup]]) {
+    rope_kv<NEOX, false, true>(q, k, v, factors, factors, q_out, k_cache, v_cache, factors, pos, seq,
+                               bound_bytes(p, 4), bound_bytes(p, 5), p, nullptr, tgpig, tid, ntg.x);
+}
+typedef decltype(rope_qkv_write_rows<false>) rope_qkv_rows_t;
+template [[host_name("rope_qkv_write_rows_f16")]] kernel rope_qkv_rows_t rope_qkv_write_rows<false>;
+template [[host_name("rope_neox_qkv_write_rows_f16")]] kernel rope_qkv_rows_t rope_qkv_write_rows<true>;
 
 kernel void head_norm_rope_neox_kv_write_f16(device const half* q [[buffer(0)]],
                                              device const half* k [[buffer(1)]],
@@ -156,5 +220,26 @@ kernel void head_norm_rope_neox_kv_write_f16(device const half* q [[buffer(0)]],
                                              uint3 tgpig [[threadgroup_position_in_grid]],
                                              uint tid [[thread_index_in_threadgroup]],
                                              uint3 ntg [[threads_per_threadgroup]]) {
-    rope_kv<true, true>(q, k, v, q_norm, k_norm, q_out, k_cache, v_cache, factors, p, tg, tgpig, tid, ntg.x);
+    rope_kv<true, true, false>(q, k, v, q_norm, k_norm, q_out, k_cache, v_cache, factors, nullptr, nullptr, 0, 0, p,
+                               tg, tgpig, tid, ntg.x);
+}
+
+kernel void head_norm_rope_neox_kv_write_rows_f16(device const half* q [[buffer(0)]],
+                                                  device const half* k [[buffer(1)]],
+                                                  device const half* v [[buffer(2)]],
+                                                  device const float* q_norm [[buffer(3)]],
+                                                  device const float* k_norm [[buffer(4)]],
+                                                  device half* q_out [[buffer(5)]],
+                                                  device half* k_cache [[buffer(6)]],
+                                                  device half* v_cache [[buffer(7)]],
+                                                  device const float* factors [[buffer(8)]],
+                                                  device const uint* pos [[buffer(9)]],
+                                                  device const uint* seq [[buffer(10)]],
+                                                  constant RoPEQKVWriteParams& p [[buffer(11)]],
+                                                  threadgroup float* tg [[threadgroup(0)]],
+                                                  uint3 tgpig [[threadgroup_position_in_grid]],
+                                                  uint tid [[thread_index_in_threadgroup]],
+                                                  uint3 ntg [[threads_per_threadgroup]]) {
+    rope_kv<true, true, true>(q, k, v, q_norm, k_norm, q_out, k_cache, v_cache, factors, pos, seq,
+                              bound_bytes(p, 6), bound_bytes(p, 7), p, tg, tgpig, tid, ntg.x);
 }

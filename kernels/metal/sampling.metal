@@ -1,7 +1,7 @@
-// argmax and Gumbel top-k sampling over the vocabulary: one threadgroup of
-// 1024 threads (kernels/geometry.go: vocabGeometry); thread i scans logits
-// i, i+1024, ...; SIMD reductions, then the 32 groups meet in threadgroup
-// memory (8 bytes per group).
+// argmax and Gumbel top-k sampling over the vocabulary: a threadgroup of
+// 1024 threads per row (kernels/geometry.go: argmaxGeometry, vocabGeometry);
+// thread i scans logits i, i+1024, ...; SIMD reductions, then the 32 groups
+// meet in threadgroup memory (8 bytes per group).
 #include <metal_stdlib>
 #include "ShaderTypes.h"
 #include "quants.h"
@@ -13,19 +13,25 @@ using namespace metal;
 // index. NaN never beats anything.
 inline bool better(float v, uint i, float bv, uint bi) { return v > bv || (v == bv && i < bi); }
 
-// argmax: ids[out_slot] = the index of the largest logit, the lowest among
-// equals, 0 when every logit is -inf or NaN (as runtime/cpu's twin).
+// argmax: threadgroup r takes row r of n logits (n_rows of them, 0 meaning
+// one) and writes ids[out_slot + r] = the index of its largest logit, the
+// lowest among equals, 0 when every logit is -inf or NaN (as runtime/cpu's
+// twin). A threadgroup past n_rows returns whole, before any barrier.
 kernel void argmax_f16(device const half* logits [[buffer(0)]],
                        device uint* ids [[buffer(1)]],
                        constant ArgmaxParams& p [[buffer(2)]],
                        threadgroup float* tg [[threadgroup(0)]],
+                       uint3 tgpig [[threadgroup_position_in_grid]],
                        uint tid [[thread_index_in_threadgroup]],
                        uint sg [[simdgroup_index_in_threadgroup]],
                        uint lane [[thread_index_in_simdgroup]]) {
+    uint r = tgpig.x;
+    if (r >= max(p.n_rows, 1u)) return;
+    device const half* row = logits + ulong(r) * p.n;
     float bv = -INFINITY;
     uint bi = 0xFFFFFFFFu;
     for (uint i = tid; i < p.n; i += VOCAB_TG) {
-        float v = float(logits[i]);
+        float v = float(row[i]);
         if (v > bv) { bv = v; bi = i; } // i grows: a tie keeps the lower index
     }
     for (ushort d = 16; d > 0; d /= 2) {
@@ -44,7 +50,7 @@ kernel void argmax_f16(device const half* logits [[buffer(0)]],
             uint oi = simd_shuffle_down(bi, d);
             if (better(ov, oi, bv, bi)) { bv = ov; bi = oi; }
         }
-        if (lane == 0) ids[p.out_slot] = bi == 0xFFFFFFFFu ? 0 : bi;
+        if (lane == 0) ids[p.out_slot + r] = bi == 0xFFFFFFFFu ? 0 : bi;
     }
 }
 

@@ -100,9 +100,15 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 }
 
 // Derive builds a derived weight of size bytes from srcs by recipe:
-// concat_rows copies the sources' bytes one after the other.
-func (b *Backend) Derive(recipe string, srcs []device.Buffer, size int) (device.Buffer, error) {
-	if recipe != plans.RecipeConcatRows {
+// concat_rows copies the sources' bytes one after the other;
+// repack:q4_0x16 (x16.go) interleaves Q4_0 rows of rowElems elements in
+// groups of 16, each source on its own.
+func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
+	switch recipe {
+	case plans.RecipeConcatRows:
+	case recipeQ4_0x16:
+		return b.deriveQ4_0x16(srcs, size, rowElems)
+	default:
 		return device.Buffer{}, fmt.Errorf("cpu: recipe %q: %w", recipe, ErrUnsupported)
 	}
 	data := Alloc(size)
@@ -222,6 +228,7 @@ func (b *Backend) WaitOldest() error { return nil }
 // activations); workers[w] is private to worker w.
 type scratch struct {
 	q8      q8act     // activations quantized to 8 bits (quantized GEMV/GEMM)
+	x16     []byte    // q8's rows as the x16 kernels' records (x16.go)
 	f       []float32 // activations widened to f32 (gates, f16 inputs)
 	workers []workerScratch
 }

@@ -130,3 +130,35 @@ func (c *countTask) do(_, i0, i1 int) {
 		c.hits[i]++ // chunks are disjoint and runs are sequential
 	}
 }
+
+// BenchmarkGEMMQ4_0X16 times simd_gemm_q4_0_x16_f32 (weights in the
+// q4_0x16 layout) against the plain simd_gemm_q4_0_f32 on the same
+// 3072×1024 weights (a small model's FFN up projection), on two threads,
+// for M = 1 (decode), 4, 8, 16 (batched decode) and 128 (prefill) rows of
+// X; activation quantization included. GMAC/s counts M·N·K.
+func BenchmarkGEMMQ4_0X16(b *testing.B) {
+	const n, k = 3072, 1024
+	r := rand.New(rand.NewPCG(1, 16))
+	plain, _ := weights(b, r, dtype.Q4_0, n, k)
+	packed := Alloc(len(plain))
+	if err := RepackQ4_0x16(packed, plain, k); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []int{1, 4, 8, 16, 128} {
+		for _, form := range []struct {
+			name, kernel string
+			w            []byte
+		}{{"plain", "simd_gemm_q4_0_f32", plain}, {"x16", "simd_gemm_q4_0_x16_f32", packed}} {
+			b.Run(fmt.Sprintf("%s/m%d/t2", form.name, m), func(b *testing.B) {
+				h := newHarness(b, 2)
+				x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+				e := h.bind(form.kernel, kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": form.w, "x": x, "y": y})
+				b.ResetTimer()
+				for range b.N {
+					e.Run()
+				}
+				b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}

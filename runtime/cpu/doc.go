@@ -18,6 +18,8 @@
 //	q4vnni_amd64.s   AVX-512 VNNI four-row Q4_0 dot (float32 rounding of the
 //	                 portable one) and its 4×4 GEMM tile (bits of that dot)
 //	q8vnni_amd64.s   the Q8_0 tile (float32 rounding of the dot)
+//	q4x16_amd64.s    AVX-512 VNNI kernel of the q4_0x16 layout (x16.go:
+//	                 the _x16 GEMV and GEMM; bits of its Go twin)
 //	ktile_amd64.s    the Q4_K and Q6_K tiles;  ftile_amd64.s: F32/F16/BF16
 //	quant_amd64.s, quant8k_amd64.s  activation quantization (Q8_0/1, Q8_K)
 //	attn_amd64.s, expf_amd64.s      attention pieces, expf (≤ 2 ulp), SiLU

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
 )
 
@@ -13,13 +14,17 @@ import (
 //
 // The caller widens x to float32 once (and applies the SiLU gate), then,
 // for quantized weights, quantizes it to 8 bits once; the pool then splits
-// the rows of W in chunks, each row one dot product.
+// the rows of W in chunks, each row one dot product. The _x16 forms read W
+// in the q4_0x16 layout (x16.go): the activation is also packed into the
+// x16 records, and the pool splits groups of 16 rows, each one pass of
+// the x16 kernel.
 type gemv struct {
 	p    kernels.GEMVParams
 	wt   *weightType
 	act  act
 	silu bool
 	bias bool
+	x16  bool
 	y    int // slot of y (3 for _silu, 2 otherwise)
 
 	// per run, for do
@@ -33,7 +38,8 @@ type gemv struct {
 }
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias")}
+	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
+		x16: k.Variant&kernels.X16 != 0}
 	g.y = 2
 	if g.silu {
 		g.y = 3
@@ -55,12 +61,37 @@ func (g *gemv) prepare(e *Exec) error {
 	if len(e.buf(g.y)) < n*g.act.size() {
 		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), n, n*g.act.size(), ErrUnsupported)
 	}
+	if g.x16 {
+		if err := checkX16(g.wt, g.act, n); err != nil {
+			return err
+		}
+		e.b.scratch.x16 = growBytes(e.b.scratch.x16, x16Recs(1, k))
+	}
 	s := &e.b.scratch
 	s.f = grow(s.f, 2*k)
 	if g.wt.q != nil {
 		s.q8.need(k)
 	}
 	return nil
+}
+
+// checkX16 holds an _x16 kernel's command to what its layout allows: Q4_0
+// weights in whole groups of 16 rows, F32 activations.
+func checkX16(wt *weightType, a act, n int) error {
+	if wt.dt != dtype.Q4_0 || a != actF32 {
+		return fmt.Errorf("an x16 kernel of %v with %d-byte activations: %w", wt.dt, a.size(), ErrUnsupported)
+	}
+	if n%x16Rows != 0 {
+		return fmt.Errorf("n %d is not whole groups of %d rows: %w", n, x16Rows, ErrUnsupported)
+	}
+	return nil
+}
+
+func growBytes(s []byte, n int) []byte {
+	if len(s) >= n {
+		return s
+	}
+	return make([]byte, n)
 }
 
 func (g *gemv) run(e *Exec) {
@@ -85,6 +116,12 @@ func (g *gemv) run(e *Exec) {
 	} else {
 		g.wt.roundAct(x)
 	}
+	if g.x16 {
+		packX16(s.x16, &s.q8, 0, 1, k)
+		gb := x16Rows * g.rb
+		e.b.pool.run(g, n/x16Rows, e.b.pool.split(n/x16Rows, max(1, 16<<10/gb)), gb)
+		return
+	}
 	// Chunks of whole quads of rows, so that only the last has a
 	// one-row remainder.
 	grain := (e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))) + 3) &^ 3
@@ -93,6 +130,15 @@ func (g *gemv) run(e *Exec) {
 
 func (g *gemv) do(wk, i0, i1 int) {
 	k, rb := int(g.p.K), g.rb
+	if g.x16 { // items are groups of 16 rows
+		gb := x16Rows * rb
+		y := f32s(g.yb)
+		q4x16(g.w[i0*gb:i1*gb], k/qk, i1-i0, g.e.b.scratch.x16, 1, y[i0*x16Rows:], 0)
+		if g.bias {
+			addBias(y[i0*x16Rows:i1*x16Rows], g.bb[i0*x16Rows:i1*x16Rows])
+		}
+		return
+	}
 	r := i0
 	if q4, f4 := g.wt.q4, g.wt.f4; q4 != nil && g.q != nil || f4 != nil {
 		var qs []int8
@@ -126,6 +172,14 @@ func (g *gemv) do(wk, i0, i1 int) {
 	}
 }
 
+// addBias adds b to y, element by element.
+func addBias(y, b []float32) {
+	b = b[:len(y)]
+	for i := range y {
+		y[i] += b[i]
+	}
+}
+
 // set stores row r's dot product v (plus its bias) into y.
 func (g *gemv) set(r int, v float32) {
 	if g.bias {
@@ -141,12 +195,15 @@ func (g *gemv) set(r int, v float32) {
 // the float tile (f44), four weight rows meet four rows of X per pass
 // instead, to the same bits. The pool splits the rows of W, so each weight
 // row is read once per command and stays in cache while it meets all M
-// rows.
+// rows. The _x16 form reads W in the q4_0x16 layout: the pool splits
+// groups of 16 rows, and each group meets the rows of X sixteen at a time
+// (x16.go).
 type gemm struct {
 	p    kernels.GEMMParams
 	wt   *weightType
 	act  act
 	bias bool
+	x16  bool
 	maxM int
 	in   gemmIn
 
@@ -160,7 +217,7 @@ type gemm struct {
 }
 
 func bindGEMM(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias")}
+	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias"), x16: k.Variant&kernels.X16 != 0}
 	return g, unsafe.Pointer(&g.p)
 }
 
@@ -177,6 +234,12 @@ func (g *gemm) prepare(e *Exec) error {
 	}
 	g.maxM = m
 	s := &e.b.scratch
+	if g.x16 {
+		if err := checkX16(g.wt, g.act, n); err != nil {
+			return err
+		}
+		s.x16 = growBytes(s.x16, x16Recs(m, k))
+	}
 	s.f = grow(s.f, m*k)
 	if g.wt.q != nil {
 		s.q8.need(m * k)
@@ -205,6 +268,11 @@ func (g *gemm) run(e *Exec) {
 	// prefill.
 	g.in.g = g
 	e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
+	if g.x16 {
+		ng := n / x16Rows
+		e.b.pool.run(g, ng, e.b.pool.split(ng, 1), x16Rows*g.rb*max(m, 1))
+		return
+	}
 	e.b.pool.run(g, n, (e.b.pool.split(n, 1)+3)&^3, g.rb*max(m, 1))
 }
 
@@ -221,6 +289,9 @@ func (t *gemmIn) do(_, i0, i1 int) {
 		g.act.load(x, xb, i*lda, k)
 		if g.q != nil {
 			g.q.quantizeRow(g.wt.aq, x, i, k)
+			if g.x16 {
+				packX16(g.e.b.scratch.x16, g.q, i, int(g.p.M), k)
+			}
 		} else {
 			g.wt.roundAct(x)
 		}
@@ -229,6 +300,10 @@ func (t *gemmIn) do(_, i0, i1 int) {
 
 func (g *gemm) do(w, i0, i1 int) {
 	m, k, rb, ldc := int(g.p.M), int(g.p.K), g.rb, int(g.p.LDC)
+	if g.x16 {
+		g.doX16(i0, i1)
+		return
+	}
 	var wf []float32
 	if g.q == nil {
 		wf = g.e.b.scratch.workers[w].f[:k]
@@ -295,6 +370,31 @@ func (g *gemm) do(w, i0, i1 int) {
 				v = g.wt.q(row, qs, d, s)
 			}
 			g.act.set(g.yb, i*ldc+r, v+b)
+		}
+	}
+}
+
+// doX16 computes the outputs of groups [i0, i1) of 16 weight rows: up to 16
+// rows of X (the kernel's accumulators), all the chunk's groups in one pass;
+// past 16 rows, group by group, each meeting the passes of 16 rows in turn
+// while its weights are in cache.
+func (g *gemm) doX16(i0, i1 int) {
+	m, k, ldc := int(g.p.M), int(g.p.K), int(g.p.LDC)
+	nb, gb := k/qk, x16Rows*g.rb
+	y, a := f32s(g.yb), g.e.b.scratch.x16
+	step := i1 - i0
+	if m > x16MaxM {
+		step = 1
+	}
+	for g0 := i0; g0 < i1; g0 += step {
+		for c := 0; c < m; c += x16MaxM {
+			mc := min(x16MaxM, m-c)
+			q4x16(g.w[g0*gb:(g0+step)*gb], nb, step, a[c*nb*x16Rec:], mc, y[c*ldc+g0*x16Rows:], ldc)
+		}
+	}
+	if g.bias {
+		for i := range m {
+			addBias(y[i*ldc+i0*x16Rows:i*ldc+i1*x16Rows], g.bb[i0*x16Rows:i1*x16Rows])
 		}
 	}
 }

@@ -82,7 +82,11 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 			t.Run(fmt.Sprintf("%s bias=%v", k.Name, bias), func(t *testing.T) {
 				dt, a := k.DType, actOf(k.Act)
 				n, kk := 37, kFor(dt)
+				if k.Variant&kernels.X16 != 0 { // whole groups of 16 rows
+					n = 48
+				}
 				w, wref := weights(t, r, dt, n, kk)
+				w = layout(t, k, w, kk)
 				silu := k.Variant&kernels.SiLU != 0
 				bs := binds{"w": w}
 				var x []float32 // what the kernel's dot sees, float32
@@ -130,6 +134,20 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 	}
 }
 
+// layout is w (rows of k elements) as kernel k reads it: repacked for
+// the _x16 kernels, as it is for the others.
+func layout(t testing.TB, k *kernels.Kernel, w []byte, kk int) []byte {
+	t.Helper()
+	if k.Variant&kernels.X16 == 0 {
+		return w
+	}
+	out := Alloc(len(w))
+	if err := RepackQ4_0x16(out, w, kk); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func silu32(x float32) float32 { return float32(float64(x) / (1 + math.Exp(-float64(x)))) }
 
 func b2u(b bool) uint32 {
@@ -152,8 +170,12 @@ func TestGEMMEqualsRowByRowReference(t *testing.T) {
 			if k.Variant&kernels.Small == 0 {
 				m = 11
 			}
+			if k.Variant&kernels.X16 != 0 { // whole groups of 16 rows
+				n = 48
+			}
 			lda, ldc := kk+3, n+2
 			w, wref := weights(t, r, dt, n, kk)
+			w = layout(t, k, w, kk)
 			x0 := randFloats(r, m*lda, 1)
 			xb := actBytes(a, x0)
 			xs := actFloats(a, xb, m*lda)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // Metal's limits that a command must respect (Metal feature set tables):
@@ -29,23 +30,17 @@ type Pipeline struct {
 	pso        uintptr
 }
 
-// bufRef is a device buffer as a binding sees it: the MTLBuffer and the
-// byte offset of the Go slice's first byte inside it (non-zero for a
-// no-copy wrap whose start was rounded down to a page).
-type bufRef struct {
-	id   uintptr
-	base uint64
-}
-
-// slot is one buffer binding of a bound command.
+// slot is one buffer slot of a bound command, indexed by the kernel's
+// slot ([[buffer(i)]]); buf 0 is an unbound slot (the parameter struct's,
+// or a conditional binding whose constant is off).
 type slot struct {
-	index uint32 // [[buffer(index)]]
-	buf   uintptr
-	base  uint64 // bufRef.base
-	off   uint64 // the plan's offset, moved by binding patches
+	buf  uintptr
+	base uint64 // bufRef.base
+	off  uint64 // the binding's offset, moved by binding patches
+	size uint64 // the handle's bytes: what the bounds tail counts against
 }
 
-// Command is a plan command bound to this backend: the pipeline state,
+// Command is a resolved command bound to this backend: the pipeline state,
 // the buffers by slot, its own copy of the parameter bytes (patched in
 // place before each step, then copied into the command buffer by
 // setBytes) and the launch sizes as MTLSize. Encoding it allocates
@@ -54,8 +49,12 @@ type Command struct {
 	Label string
 	pso   uintptr
 	slots []slot
-	// params are the inline parameter bytes (setBytes at paramSlot).
+	// params are the inline bytes sent by setBytes at paramSlot: the
+	// parameter struct (psize bytes), then, for a kernel that reads them,
+	// its buffers' bound lengths (boundsTail).
 	params    []byte
+	psize     int
+	bounds    bool
 	paramSlot uint32
 	tgMem     uint64 // rounded up to tgMemAlign
 	// grid and tg are MTLSize values (three NSUIntegers); on arm64 a
@@ -63,84 +62,116 @@ type Command struct {
 	// Metal pointers to these.
 	grid, tg [3]uint64
 	threads  bool // dispatchThreads rather than dispatchThreadgroups
-	patches  []plans.Patch
-	// label is the command's label as an NSString, made at Bind.
+	patches  []device.Patch
+	// label is the command's label as an NSString, made at Bind and
+	// released at Unbind.
 	label uintptr
 }
 
-// bindCommand prepares cmd to run with pipeline p; lookup finds the device
-// buffer behind a plan buffer's bytes.
-func bindCommand(p *Pipeline, cmd *plans.Command, bufs [][]byte, lookup func([]byte) (bufRef, bool)) (*Command, error) {
-	k, ok := kernels.Lookup(p.Kernel)
-	if !ok {
-		return nil, fmt.Errorf("metal: %s: kernel %q: %w", cmd.Label, p.Kernel, kernels.ErrNoKernel)
+// boundsTail reports whether kernel k reads, after its parameter struct,
+// the byte length of each of its buffers from the binding's offset
+// (kernels/metal/bounds.h): the kernels whose rows name a KV sequence slot
+// or a source row that the host chose, which must leave alone one that
+// lies past its buffer, as their CPU twins do. MSL gives a kernel no
+// buffer lengths of its own.
+func boundsTail(k *kernels.Kernel) bool {
+	switch k.Op {
+	case kernels.OpRoPEQKVWrite, kernels.OpHeadNormRoPEKVWrite, kernels.OpAttentionPrefill:
+		return k.Variant&kernels.Rows != 0
+	case kernels.OpGatherRows:
+		return true
 	}
-	c := &Command{Label: cmd.Label, pso: p.pso, threads: cmd.DispatchThreads}
-	for _, bd := range cmd.Bindings {
-		switch {
-		case bd.Slot >= maxBufferSlots:
-			return nil, fmt.Errorf("metal: %s: buffer slot %d (Metal has %d): %w", cmd.Label, bd.Slot, maxBufferSlots, ErrUnsupported)
-		case int(bd.Buffer) >= len(bufs):
-			return nil, fmt.Errorf("metal: %s: slot %d: buffer %d of %d: %w", cmd.Label, bd.Slot, bd.Buffer, len(bufs), plans.ErrInvalid)
-		case bd.Offset > uint64(len(bufs[bd.Buffer])):
-			return nil, fmt.Errorf("metal: %s: slot %d: offset %d past the buffer's %d bytes: %w", cmd.Label, bd.Slot, bd.Offset, len(bufs[bd.Buffer]), plans.ErrInvalid)
+	return false
+}
+
+// bindProgram binds commands that device.Resolve accepted, each with the
+// pipeline pipeline returns for it. Resolve has made every generic check
+// (catalog kernel, parameter size, bindings inside their buffers, patches
+// within bounds, launch); what is left is Metal's own. Errors name the
+// command's index and label.
+func bindProgram(cmds []device.Command, pipeline func(plans.Pipeline) (*Pipeline, error), bufs *buffers) ([]*Command, error) {
+	out := make([]*Command, len(cmds))
+	for i := range cmds {
+		dc := &cmds[i]
+		pl, err := pipeline(dc.Pipeline)
+		if err == nil {
+			out[i], err = bindCommand(pl, dc, bufs)
 		}
-		ref, ok := lookup(bufs[bd.Buffer])
+		if err != nil {
+			return nil, fmt.Errorf("metal: [%d] %s: %w", i, dc.Label, err)
+		}
+	}
+	return out, nil
+}
+
+// bindCommand prepares one resolved command to run with pipeline pl: the
+// MTLBuffers behind its handles, its inline bytes, its MTLSizes. It
+// refuses what Metal cannot take: a buffer slot past 30, more than 4 KiB of
+// inline bytes, a threadgroup larger than the pipeline allows, and a
+// buffer this backend did not make.
+func bindCommand(pl *Pipeline, dc *device.Command, bufs *buffers) (*Command, error) {
+	c := &Command{Label: dc.Label, pso: pl.pso, threads: dc.DispatchThreads, slots: make([]slot, len(dc.Slots)),
+		psize: len(dc.Params), bounds: boundsTail(dc.Kernel)}
+	for i, s := range dc.Slots {
+		if !s.Buf.Valid() {
+			continue
+		}
+		if i >= maxBufferSlots {
+			return nil, fmt.Errorf("buffer slot %d (Metal has %d): %w", i, maxBufferSlots, ErrUnsupported)
+		}
+		e, ok := bufs.ref(s.Buf)
 		if !ok {
-			return nil, fmt.Errorf("metal: %s: slot %d: buffer %d was not allocated or wrapped by this backend: %w", cmd.Label, bd.Slot, bd.Buffer, ErrUnsupported)
+			return nil, fmt.Errorf("slot %d: buffer %d was not made by this backend: %w", i, s.Buf.ID(), ErrUnsupported)
 		}
-		c.slots = append(c.slots, slot{index: bd.Slot, buf: ref.id, base: ref.base, off: bd.Offset})
+		c.slots[i] = slot{buf: e.id, base: e.base, off: s.Offset, size: uint64(e.size)}
 	}
-	if len(cmd.Params) > 0 {
-		if len(cmd.Params) > maxInlineBytes {
-			return nil, fmt.Errorf("metal: %s: %d parameter bytes (setBytes takes at most %d): %w", cmd.Label, len(cmd.Params), maxInlineBytes, ErrUnsupported)
-		}
-		if k.Params != nil && len(cmd.Params) != k.Params.Size {
-			return nil, fmt.Errorf("metal: %s: %s takes %d parameter bytes, the command has %d: %w", cmd.Label, k.Name, k.Params.Size, len(cmd.Params), plans.ErrInvalid)
-		}
-		if cmd.ParamsSlot >= maxBufferSlots {
-			return nil, fmt.Errorf("metal: %s: parameter slot %d: %w", cmd.Label, cmd.ParamsSlot, ErrUnsupported)
-		}
-		c.params = append([]byte(nil), cmd.Params...)
-		c.paramSlot = cmd.ParamsSlot
+	n := len(dc.Params)
+	if c.bounds {
+		n += 8 * len(c.slots)
 	}
-	c.tgMem = (uint64(cmd.ThreadgroupMemory) + tgMemAlign - 1) &^ (tgMemAlign - 1)
+	if n > 0 {
+		if n > maxInlineBytes {
+			return nil, fmt.Errorf("%d inline parameter bytes (setBytes takes at most %d): %w", n, maxInlineBytes, ErrUnsupported)
+		}
+		if dc.ParamSlot < 0 || dc.ParamSlot >= maxBufferSlots {
+			return nil, fmt.Errorf("parameter slot %d (Metal has %d): %w", dc.ParamSlot, maxBufferSlots, ErrUnsupported)
+		}
+		c.params = make([]byte, n)
+		copy(c.params, dc.Params)
+		c.paramSlot = uint32(dc.ParamSlot)
+		if c.bounds {
+			for i := range c.slots {
+				c.setBound(i)
+			}
+		}
+	}
+	c.tgMem = (uint64(dc.TGMem) + tgMemAlign - 1) &^ (tgMemAlign - 1)
 	for i := range 3 {
-		c.grid[i], c.tg[i] = uint64(cmd.Grid[i]), uint64(cmd.Threadgroup[i])
-		if c.grid[i] == 0 || c.tg[i] == 0 {
-			return nil, fmt.Errorf("metal: %s: empty launch: grid %v, threadgroup %v: %w", cmd.Label, cmd.Grid, cmd.Threadgroup, plans.ErrInvalid)
-		}
+		c.grid[i], c.tg[i] = uint64(dc.Grid[i]), uint64(dc.Threadgroup[i])
 	}
-	if n := c.tg[0] * c.tg[1] * c.tg[2]; p.MaxThreads > 0 && n > uint64(p.MaxThreads) {
-		return nil, fmt.Errorf("metal: %s: %d threads per threadgroup; pipeline %s allows %d: %w", cmd.Label, n, p.Key, p.MaxThreads, ErrUnsupported)
+	if t := c.tg[0] * c.tg[1] * c.tg[2]; pl.MaxThreads > 0 && t > uint64(pl.MaxThreads) {
+		return nil, fmt.Errorf("%d threads per threadgroup; pipeline %s allows %d: %w", t, pl.Key, pl.MaxThreads, ErrUnsupported)
 	}
-	for _, pt := range cmd.Patches {
-		switch pt.Target {
-		case plans.PatchParam:
-			n := int(pt.Width)
-			if pt.Kind == plans.PatchPositionKV {
-				n *= 2
-			}
-			if pt.Width != 4 && pt.Width != 8 || int(pt.At)+n > len(c.params) {
-				return nil, fmt.Errorf("metal: %s: patch %v of %d bytes at %d outside the %d parameter bytes: %w", cmd.Label, pt.Kind, pt.Width, pt.At, len(c.params), plans.ErrInvalid)
-			}
-		case plans.PatchBinding:
-			if int(pt.At) >= len(c.slots) {
-				return nil, fmt.Errorf("metal: %s: patch %v of binding %d: the command has %d: %w", cmd.Label, pt.Kind, pt.At, len(c.slots), plans.ErrInvalid)
-			}
-		default:
-			return nil, fmt.Errorf("metal: %s: patch target %v: %w", cmd.Label, pt.Target, ErrUnsupported)
-		}
-	}
-	c.patches = append([]plans.Patch(nil), cmd.Patches...)
+	c.patches = append([]device.Patch(nil), dc.Patches...)
 	return c, nil
 }
 
+// setBound writes slot i's bound length (the bytes from its offset to its
+// buffer's end; 0 unbound) into the bounds tail.
+func (c *Command) setBound(i int) {
+	sl := &c.slots[i]
+	var n uint64
+	if sl.buf != 0 && sl.off <= sl.size {
+		n = sl.size - sl.off
+	}
+	binary.LittleEndian.PutUint64(c.params[c.psize+8*i:], n)
+}
+
 // SetParam writes v (width 4 or 8, little-endian) at byte at of the
-// command's parameter bytes; it reaches the GPU at the next Encode.
-// Out-of-range writes are ignored.
+// command's parameter struct; it reaches the GPU at the next Encode.
+// Writes outside the struct (the bounds tail included) are ignored.
 func (c *Command) SetParam(at, width int, v uint64) {
-	if at < 0 || at+width > len(c.params) {
+	if at < 0 || at+width > c.psize {
 		return
 	}
 	if width == 8 {
@@ -150,24 +181,27 @@ func (c *Command) SetParam(at, width int, v uint64) {
 	}
 }
 
-// Params is the command's parameter bytes as the next Encode sends them.
-func (c *Command) Params() []byte { return c.params }
+// Params is the command's parameter struct as the next Encode sends it.
+func (c *Command) Params() []byte { return c.params[:c.psize] }
 
 // patch writes step s's values into the parameter bytes and the binding
-// offsets (plans.Patch semantics). setBytes copies the parameters into
+// offsets (device.Patch semantics). setBytes copies the parameters into
 // the command buffer when the command is encoded, so one Go copy serves
 // every step of a chain.
 func (c *Command) patch(s plans.Step) {
 	for i := range c.patches {
 		p := &c.patches[i]
-		v := p.Base + p.Stride*p.Kind.X(s)
-		if p.Target == plans.PatchBinding {
+		v := p.Value(s)
+		if p.Binding {
 			c.slots[p.At].off = v
+			if c.bounds {
+				c.setBound(int(p.At))
+			}
 			continue
 		}
 		c.SetParam(int(p.At), int(p.Width), v)
-		if p.Kind == plans.PatchPositionKV {
-			c.SetParam(int(p.At)+int(p.Width), int(p.Width), p.Base+p.Stride*plans.PatchKVLength.X(s))
+		if p.Two() {
+			c.SetParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
 		}
 	}
 }
@@ -194,8 +228,9 @@ func (c *Command) encode(e calls, s plans.Step) {
 	}
 	e.setPipeline(c.pso)
 	for i := range c.slots {
-		sl := &c.slots[i]
-		e.setBuffer(sl.buf, sl.base+sl.off, sl.index)
+		if sl := &c.slots[i]; sl.buf != 0 {
+			e.setBuffer(sl.buf, sl.base+sl.off, uint32(i))
+		}
 	}
 	if len(c.params) > 0 {
 		e.setBytes(unsafe.Pointer(&c.params[0]), len(c.params), c.paramSlot)
@@ -223,28 +258,29 @@ type blitCalls interface {
 	copyBuffer(op *copyOp)
 }
 
-// resolveCopy turns a copy between two slices this backend made into the
-// MTLBuffers and offsets of the blit. Offsets and size must be multiples
-// of 4 (Metal's rule for buffer copies on macOS), and two ranges of one
-// buffer must not overlap (copyFromBuffer's rule). Only the error path
-// allocates.
-func resolveCopy(dst []byte, dstOff int, src []byte, srcOff int, n int, lookup func([]byte) (bufRef, bool)) (copyOp, error) {
+// resolveCopy turns a copy between two buffers of this backend into the
+// MTLBuffers and offsets of the blit (a no-copy wrap's page offset
+// added). The ranges must lie inside the buffers; offsets and size must be
+// multiples of 4 (Metal's rule for buffer copies on macOS); two ranges of
+// one MTLBuffer must not overlap (copyFromBuffer's rule). Only the error
+// path allocates.
+func resolveCopy(bufs *buffers, dst device.Buffer, dstOff int, src device.Buffer, srcOff int, n int) (copyOp, error) {
+	s, ok := bufs.ref(src)
+	if !ok {
+		return copyOp{}, fmt.Errorf("metal: copy source (buffer %d) was not made by this backend: %w", src.ID(), ErrUnsupported)
+	}
+	d, ok := bufs.ref(dst)
+	if !ok {
+		return copyOp{}, fmt.Errorf("metal: copy destination (buffer %d) was not made by this backend: %w", dst.ID(), ErrUnsupported)
+	}
+	op := copyOp{src: s.id, dst: d.id, srcOff: s.base + uint64(srcOff), dstOff: d.base + uint64(dstOff), size: uint64(n)}
 	switch {
-	case n <= 0 || dstOff < 0 || srcOff < 0 || dstOff > len(dst)-n || srcOff > len(src)-n:
-		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from [%d:] of %d to [%d:] of %d: out of range", n, srcOff, len(src), dstOff, len(dst))
-	case n%4 != 0 || dstOff%4 != 0 || srcOff%4 != 0:
-		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d: not multiples of 4: %w", n, srcOff, dstOff, ErrUnsupported)
+	case n <= 0 || dstOff < 0 || srcOff < 0 || dstOff > d.size-n || srcOff > s.size-n:
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from [%d:] of %d to [%d:] of %d: out of range", n, srcOff, s.size, dstOff, d.size)
+	case n%4 != 0 || op.dstOff%4 != 0 || op.srcOff%4 != 0:
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d: not multiples of 4: %w", n, op.srcOff, op.dstOff, ErrUnsupported)
+	case op.src == op.dst && op.srcOff < op.dstOff+op.size && op.dstOff < op.srcOff+op.size:
+		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d of one buffer: the ranges overlap", n, op.srcOff, op.dstOff)
 	}
-	s, ok := lookup(src[srcOff : srcOff+n])
-	if !ok {
-		return copyOp{}, fmt.Errorf("metal: copy source was not allocated by this backend: %w", ErrUnsupported)
-	}
-	d, ok := lookup(dst[dstOff : dstOff+n])
-	if !ok {
-		return copyOp{}, fmt.Errorf("metal: copy destination was not allocated by this backend: %w", ErrUnsupported)
-	}
-	if s.id == d.id && s.base < d.base+uint64(n) && d.base < s.base+uint64(n) {
-		return copyOp{}, fmt.Errorf("metal: copy of %d bytes from offset %d to %d of one buffer: the ranges overlap", n, s.base, d.base)
-	}
-	return copyOp{src: s.id, dst: d.id, srcOff: s.base, dstOff: d.base, size: uint64(n)}, nil
+	return op, nil
 }

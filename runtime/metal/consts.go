@@ -33,7 +33,7 @@ func encodeConstant(c plans.Constant) (constantValue, error) {
 	switch c.Type {
 	case plans.ConstBool:
 		if c.Value > 1 {
-			return v, fmt.Errorf("metal: constant %v: a bool is 0 or 1", c)
+			return v, fmt.Errorf("constant %v: a bool is 0 or 1", c)
 		}
 		v.dataType, v.size = mtlDataTypeBool, 1
 		v.bytes[0] = byte(c.Value)
@@ -45,7 +45,7 @@ func encodeConstant(c plans.Constant) (constantValue, error) {
 	case plans.ConstF32:
 		v.dataType = mtlDataTypeFloat
 	default:
-		return v, fmt.Errorf("metal: constant %d: type %v has no MTLDataType", c.Index, c.Type)
+		return v, fmt.Errorf("constant %d: type %v has no MTLDataType", c.Index, c.Type)
 	}
 	v.size = 4
 	binary.LittleEndian.PutUint32(v.bytes[:], c.Value)
@@ -53,18 +53,19 @@ func encodeConstant(c plans.Constant) (constantValue, error) {
 }
 
 // encodeConstants encodes a pipeline's constants, refusing an index given
-// twice (Metal would keep the last silently).
+// twice (Metal would keep the last silently). Its errors start with the
+// pipeline's key (Bind puts the command before them).
 func encodeConstants(p plans.Pipeline) ([]constantValue, error) {
 	out := make([]constantValue, 0, len(p.Constants))
 	seen := map[uint32]bool{}
 	for _, c := range p.Constants {
 		if seen[c.Index] {
-			return nil, fmt.Errorf("metal: pipeline %s: constant index %d given twice", p.Key, c.Index)
+			return nil, fmt.Errorf("pipeline %s: constant index %d given twice", pipelineKey(p), c.Index)
 		}
 		seen[c.Index] = true
 		v, err := encodeConstant(c)
 		if err != nil {
-			return nil, fmt.Errorf("metal: pipeline %s: %w", p.Key, err)
+			return nil, fmt.Errorf("pipeline %s: %w", pipelineKey(p), err)
 		}
 		out = append(out, v)
 	}

@@ -10,8 +10,10 @@ import (
 
 // TestDarwinBuild cross-compiles and vets the darwin side (the only code
 // that touches Metal) from any host, with cgo off as on every build: what
-// can be proven of it without a Mac. make lint does the same for the
-// whole module.
+// can be proven of it without a Mac. Building package runtime for darwin
+// is what checks that *Backend is a runtime.Backend as it is (its
+// backend_darwin.go asserts it). make lint does the same for the whole
+// module.
 func TestDarwinBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
@@ -21,7 +23,7 @@ func TestDarwinBuild(t *testing.T) {
 		t.Skipf("no go tool: %v", err)
 	}
 	for _, args := range [][]string{
-		{"build", "-o", os.DevNull, "github.com/akunu-dev/akunu/runtime/metal", "github.com/akunu-dev/akunu/runtime"},
+		{"build", "-o", os.DevNull, "github.com/akunu-dev/akunu/runtime/metal", "github.com/akunu-dev/akunu/runtime/device", "github.com/akunu-dev/akunu/runtime"},
 		{"build", "-o", t.TempDir(), "github.com/akunu-dev/akunu/cmd/..."},
 		{"vet", "github.com/akunu-dev/akunu/runtime/metal", "github.com/akunu-dev/akunu/runtime", "github.com/akunu-dev/akunu/cmd/akunu"},
 	} {

@@ -16,9 +16,11 @@ var (
 	// ErrCommandBuffer is wrapped by every error a command buffer reports
 	// (CommandError).
 	ErrCommandBuffer = errors.New("metal: command buffer failed")
-	// ErrUnsupported is wrapped by Bind and Pipeline for what this backend
-	// cannot run: a kernel without MSL, a slot beyond Metal's 31, inline
-	// parameters over 4 KiB, a buffer it did not allocate or wrap.
+	// ErrUnsupported is wrapped for what this backend cannot do: by Bind,
+	// a kernel without MSL, a slot beyond Metal's 31, inline bytes over
+	// 4 KiB, a buffer it did not make; by Derive, a recipe other than
+	// concat_rows; by Copy (through Wait), offsets or sizes that are not
+	// multiples of 4.
 	ErrUnsupported = errors.New("metal: unsupported")
 )
 

@@ -1,0 +1,168 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The x16 kernel (q4x16Go in x16.go) in AVX-512 VNNI: a group of sixteen
+// q4_0x16 weight rows against up to sixteen activation rows, one 512-bit
+// lane per weight row. Per block, the group's nibbles are unpacked once
+// (four 64-byte loads, dword j of every row: low nibbles elements
+// 4j..4j+3, high nibbles 16+4j..16+4j+3) into eight registers; each
+// activation row then starts its int32 lanes at its −8·Σq, adds eight
+// VPDPBUSD of those registers against its quants' dwords broadcast from
+// memory (a lane ends as the block's exact Σ(q_w − 8)·q_a), converts them,
+// multiplies by f16(d_w)·d_a and adds into its accumulator: the Go twin's
+// float steps in its order, each rounded (no FMA), so the results are its
+// bits.
+//
+// Registers: Z0–Z3 the low nibbles of dwords 0..3, Z4–Z7 the high ones,
+// Z8–Z11 temporaries, Z14 the block's sixteen scales, Z15 the 0x0F mask,
+// Z16–Z31 the accumulators of activation rows 0..15. SI walks the weights,
+// DI the block's records (R13 the row's), BX is a block's records in bytes
+// (40·mc), R9 the group's outputs, R11 the output row stride in bytes.
+
+// X16ROW adds the block's products with the activation record at R13
+// into acc (t, u temporaries), then steps R13 to the next record.
+#define X16ROW(acc, t, u) \
+	VPBROADCASTD 36(R13), t; \
+	VPDPBUSD.BCST 0(R13), Z0, t; \
+	VPDPBUSD.BCST 4(R13), Z1, t; \
+	VPDPBUSD.BCST 8(R13), Z2, t; \
+	VPDPBUSD.BCST 12(R13), Z3, t; \
+	VPDPBUSD.BCST 16(R13), Z4, t; \
+	VPDPBUSD.BCST 20(R13), Z5, t; \
+	VPDPBUSD.BCST 24(R13), Z6, t; \
+	VPDPBUSD.BCST 28(R13), Z7, t; \
+	VCVTDQ2PS t, t; \
+	VMULPS.BCST 32(R13), Z14, u; \
+	VMULPS u, t, t; \
+	VADDPS t, acc, acc; \
+	ADDQ $40, R13
+
+// X16NIB unpacks the 64 bytes at off(SI) into lo (low nibbles) and hi.
+#define X16NIB(off, lo, hi) \
+	VMOVDQU64 off(SI), lo; \
+	VPSRLW $4, lo, hi; \
+	VPANDD Z15, lo, lo; \
+	VPANDD Z15, hi, hi
+
+// X16ROWN runs X16ROW for activation row n (0-based) and leaves the block
+// after the last of the mc rows.
+#define X16ROWN(n, acc, t, u) \
+	X16ROW(acc, t, u); \
+	CMPQ DX, $n+1; \
+	JEQ  x16next
+
+// X16PREFETCH asks for the block PFD bytes ahead (five lines cover its
+// 288 bytes). Only passes of four rows or more run it: on the 2-core
+// Zen 4 box, with weights from DRAM, the hints cost 1–3-row passes
+// 10–15% (the hardware prefetcher keeps up there) and gain 4+-row passes
+// 0–16% (most at 8–16 rows, K ≥ 2048); with the weights in L3 they change
+// nothing.
+#define X16PREFETCH \
+	PREFETCHT0 PFD(SI); \
+	PREFETCHT0 PFD+64(SI); \
+	PREFETCHT0 PFD+128(SI); \
+	PREFETCHT0 PFD+192(SI); \
+	PREFETCHT0 PFD+256(SI)
+
+// PFD: the prefetch distance (dot_amd64.s says why 8192).
+#define PFD 8192
+
+// X16STORE stores acc at R10 after row n (0-based), the last of mc.
+#define X16STORE(n, acc) \
+	VMOVUPS acc, (R10); \
+	CMPQ DX, $n+1; \
+	JEQ  x16stored; \
+	ADDQ R11, R10
+
+// func q4x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)
+//
+// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 16; y[j·ldy + 16g + r] for row j, group g,
+// weight row r of the group (ldy in floats).
+TEXT ·q4x16VNNI(SB), NOSPLIT, $0-56
+	MOVQ w+0(FP), SI
+	MOVQ ng+16(FP), R8
+	MOVQ a+24(FP), R12
+	MOVQ mc+32(FP), DX
+	MOVQ y+40(FP), R9
+	MOVQ ldy+48(FP), R11
+	SHLQ $2, R11
+	IMUL3Q $40, DX, BX
+	MOVL $0x0F0F0F0F, AX
+	VPBROADCASTD AX, Z15
+
+x16group:
+	MOVQ nb+8(FP), CX
+	MOVQ R12, DI
+	VPXORD Z16, Z16, Z16
+	VMOVDQA64 Z16, Z17
+	VMOVDQA64 Z16, Z18
+	VMOVDQA64 Z16, Z19
+	VMOVDQA64 Z16, Z20
+	VMOVDQA64 Z16, Z21
+	VMOVDQA64 Z16, Z22
+	VMOVDQA64 Z16, Z23
+	VMOVDQA64 Z16, Z24
+	VMOVDQA64 Z16, Z25
+	VMOVDQA64 Z16, Z26
+	VMOVDQA64 Z16, Z27
+	VMOVDQA64 Z16, Z28
+	VMOVDQA64 Z16, Z29
+	VMOVDQA64 Z16, Z30
+	VMOVDQA64 Z16, Z31
+
+x16block:
+	VCVTPH2PS (SI), Z14
+	X16NIB(32, Z0, Z4)
+	X16NIB(96, Z1, Z5)
+	X16NIB(160, Z2, Z6)
+	X16NIB(224, Z3, Z7)
+	MOVQ DI, R13
+	X16ROWN(0, Z16, Z8, Z9)
+	X16ROWN(1, Z17, Z10, Z11)
+	X16ROWN(2, Z18, Z8, Z9)
+	X16PREFETCH
+	X16ROWN(3, Z19, Z10, Z11)
+	X16ROWN(4, Z20, Z8, Z9)
+	X16ROWN(5, Z21, Z10, Z11)
+	X16ROWN(6, Z22, Z8, Z9)
+	X16ROWN(7, Z23, Z10, Z11)
+	X16ROWN(8, Z24, Z8, Z9)
+	X16ROWN(9, Z25, Z10, Z11)
+	X16ROWN(10, Z26, Z8, Z9)
+	X16ROWN(11, Z27, Z10, Z11)
+	X16ROWN(12, Z28, Z8, Z9)
+	X16ROWN(13, Z29, Z10, Z11)
+	X16ROWN(14, Z30, Z8, Z9)
+	X16ROW(Z31, Z10, Z11)
+
+x16next:
+	ADDQ $288, SI
+	ADDQ BX, DI
+	DECQ CX
+	JNZ  x16block
+
+	MOVQ R9, R10
+	X16STORE(0, Z16)
+	X16STORE(1, Z17)
+	X16STORE(2, Z18)
+	X16STORE(3, Z19)
+	X16STORE(4, Z20)
+	X16STORE(5, Z21)
+	X16STORE(6, Z22)
+	X16STORE(7, Z23)
+	X16STORE(8, Z24)
+	X16STORE(9, Z25)
+	X16STORE(10, Z26)
+	X16STORE(11, Z27)
+	X16STORE(12, Z28)
+	X16STORE(13, Z29)
+	X16STORE(14, Z30)
+	VMOVUPS Z31, (R10)
+
+x16stored:
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  x16group
+	VZEROUPPER
+	RET

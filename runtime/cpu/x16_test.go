@@ -1,0 +1,326 @@
+package cpu
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/runtime/device"
+)
+
+// unrepackQ4_0x16 is RepackQ4_0x16's inverse: the q4_0x16 bytes src (rows
+// of k elements) back in plain Q4_0 rows.
+func unrepackQ4_0x16(dst, src []byte, k int) {
+	nb := k / qk
+	rb := nb * q4Block
+	for g := 0; g < len(src); g += x16Rows * rb {
+		for b := range nb {
+			in := src[g+b*x16Block : g+b*x16Block+x16Block]
+			for r := range x16Rows {
+				blk := dst[g+r*rb+b*q4Block : g+r*rb+b*q4Block+q4Block]
+				blk[0], blk[1] = in[2*r], in[2*r+1]
+				for j := range 4 {
+					copy(blk[2+4*j:2+4*j+4], in[32+64*j+4*r:32+64*j+4*r+4])
+				}
+			}
+		}
+	}
+}
+
+func TestRepackQ4_0x16RoundTrips(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 1))
+	for _, shape := range [][2]int{{16, 32}, {48, 64}, {32, 1024}} {
+		n, k := shape[0], shape[1]
+		t.Run(fmt.Sprintf("%dx%d gives its source back", n, k), func(t *testing.T) {
+			src := make([]byte, n*k/qk*q4Block)
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			packed, back := make([]byte, len(src)), make([]byte, len(src))
+			if err := RepackQ4_0x16(packed, src, k); err != nil {
+				t.Fatal(err)
+			}
+			unrepackQ4_0x16(back, packed, k)
+			if !bytes.Equal(back, src) {
+				t.Fatal("repack then its inverse differs from the source")
+			}
+			// The layout as docs/formats.md states it: group g, block b,
+			// row r's scale at 2r, its dword j at 32 + 64j + 4r.
+			rb := k / qk * q4Block
+			g, b, row, j := n/16-1, k/qk-1, 5, 2
+			chunk := packed[(g*(k/qk)+b)*x16Block:]
+			blk := src[(16*g+row)*rb+b*q4Block:]
+			if !bytes.Equal(chunk[2*row:2*row+2], blk[:2]) || !bytes.Equal(chunk[32+64*j+4*row:][:4], blk[2+4*j:][:4]) {
+				t.Fatal("the layout is not the documented one")
+			}
+		})
+	}
+	for _, bad := range []struct {
+		name      string
+		size, k   int
+		dstSize   int
+		wantError bool
+	}{
+		{"refuses 8 rows", 8 * 18, 32, 8 * 18, true},
+		{"refuses rows that are not whole blocks", 16 * 18, 31, 16 * 18, true},
+		{"refuses a destination of another size", 16 * 18, 32, 17 * 18, true},
+		{"refuses a row length of 0", 16 * 18, 0, 16 * 18, true},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			err := RepackQ4_0x16(make([]byte, bad.dstSize), make([]byte, bad.size), bad.k)
+			if !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("got %v, want an error wrapping ErrUnsupported", err)
+			}
+		})
+	}
+}
+
+func TestDeriveRepacksEachSource(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 2))
+	b := New(Options{Threads: 1})
+	defer b.Close()
+	const k = 64
+	rb := k / qk * q4Block
+	parts := [][]byte{make([]byte, 32*rb), make([]byte, 16*rb)}
+	var srcs []device.Buffer
+	var all []byte
+	for _, p := range parts {
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		d, err := b.Map(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs = append(srcs, d)
+		all = append(all, p...)
+	}
+	recipe := kernels.RepackRecipe(dtype.Q4_0)
+	d, err := b.Derive(recipe, srcs, len(all), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(all))
+	if err := b.Read(got, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, len(all))
+	if err := RepackQ4_0x16(want, all, k); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("Derive's bytes differ from the repacked concatenation")
+	}
+	for _, c := range []struct {
+		name       string
+		srcs       []device.Buffer
+		size, rowK int
+	}{
+		{"without a row length", srcs, len(all), 0},
+		{"with a row length that splits the groups", srcs, len(all), 3 * k},
+		{"with a source of 8 rows", []device.Buffer{mustMap(t, b, make([]byte, 8*rb))}, 8 * rb, k},
+	} {
+		if _, err := b.Derive(recipe, c.srcs, c.size, c.rowK); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("Derive %s: got %v, want an error wrapping ErrUnsupported", c.name, err)
+		}
+	}
+}
+
+func mustMap(t *testing.T, b *Backend, data []byte) device.Buffer {
+	t.Helper()
+	d, err := b.Map(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// x16Case is an x16 kernel's inputs: n×k Q4_0 weights repacked, m rows of
+// activations quantized to Q8_0 and packed into records.
+type x16Case struct {
+	n, k, m int
+	plain   []byte // the weights, Q4_0 rows
+	w       []byte // repacked
+	q       q8act
+	recs    []byte
+}
+
+func newX16Case(t testing.TB, r *rand.Rand, n, k, m int) *x16Case {
+	c := &x16Case{n: n, k: k, m: m}
+	c.plain, _ = weights(t, r, dtype.Q4_0, n, k)
+	c.w = make([]byte, len(c.plain))
+	if err := RepackQ4_0x16(c.w, c.plain, k); err != nil {
+		t.Fatal(err)
+	}
+	x := randFloats(r, m*k, 1)
+	c.q.need(m * k)
+	c.q.quantize(aqQ8_0, x, m, k)
+	c.recs = make([]byte, x16Recs(m, k))
+	for i := range m {
+		packX16(c.recs, &c.q, i, m, k)
+	}
+	return c
+}
+
+// run computes Y (m×n) with kernel f, passes of 16 rows as the GEMM does.
+func (c *x16Case) run(f func([]byte, int, int, []byte, int, []float32, int)) []float32 {
+	nb := c.k / qk
+	y := make([]float32, c.m*c.n)
+	for i := 0; i < c.m; i += x16MaxM {
+		mc := min(x16MaxM, c.m-i)
+		f(c.w, nb, c.n/x16Rows, c.recs[i*nb*x16Rec:], mc, y[i*c.n:], c.n)
+	}
+	return y
+}
+
+func TestQ4x16TwinMatchesGoBitForBit(t *testing.T) {
+	if !q4x16Native {
+		t.Skip("no assembly x16 kernel on this CPU or build: the Go twin is the kernel")
+	}
+	r := rand.New(rand.NewPCG(16, 3))
+	for _, n := range []int{16, 48, 256} {
+		for _, k := range []int{32, 64, 1024, 3072} {
+			for _, m := range []int{1, 2, 3, 4, 8, 15, 16, 17, 33} {
+				c := newX16Case(t, r, n, k, m)
+				if m == 3 {
+					// Records of any bytes: quants of −128 and extreme
+					// sums, which the quantizer never writes.
+					for i := range c.recs {
+						if i%x16Rec < 32 {
+							c.recs[i] = byte(r.Uint32())
+						}
+					}
+				}
+				got, want := c.run(q4x16), c.run(q4x16Go)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("n=%d k=%d m=%d: Y[%d][%d]: assembly %g, Go %g", n, k, m, i/n, i%n, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// x16Tol is the tolerance of an x16 output against the plain Q4_0 kernels'
+// for the same quantized activation: both sum the same exact integer block
+// sums times the same float32 scales f16(d_w)·d_a, only in another order
+// (the plain forms split each block into 8 or 16 lanes of partial sums,
+// add them across blocks, then reduce the lanes). Each is within
+// γ_(nb+16) = (nb+16)·2^-24 of the exact sum relative to
+// S = Σ_b |d_w·d_a|·Σ_i |(q_w−8)·q_a| (the terms' products rounded once,
+// nb additions per lane, up to 16 more in the lane reduction), so they
+// differ by at most twice that; a bias adds one rounding to each.
+func x16Tol(c *x16Case, i, row int, y float64) float64 {
+	nb, rb := c.k/qk, c.k/qk*q4Block
+	qs, d, _ := c.q.row(aqQ8_0, i, c.k)
+	w := c.plain[row*rb : row*rb+rb]
+	var s float64
+	for b := range nb {
+		var is float64
+		for j := range 16 {
+			q := w[b*q4Block+2+j]
+			is += math.Abs(float64((int(q&15)-8)*int(qs[b*qk+j]))) + math.Abs(float64((int(q>>4)-8)*int(qs[b*qk+16+j])))
+		}
+		s += math.Abs(float64(f16le(w, b*q4Block)*d[b])) * is
+	}
+	return 2*float64(nb+16)*0x1p-24*s + 0x1p-23*math.Abs(y) + 1e-30
+}
+
+func TestX16KernelsMatchPlainQ4_0(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 4))
+	h := newHarness(t, 2)
+	const n, k = 64, 1024
+	for _, tc := range []struct {
+		name, plain string
+		m           int
+	}{
+		{"gemv_q4_0_x16_f32", "gemv_q4_0_f32", 1},
+		{"gemv_q4_0_x16_silu_f32", "gemv_q4_0_silu_f32", 1},
+		{"simd_gemm_small_q4_0_x16_f32", "simd_gemm_small_q4_0_f32", 8},
+		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 1},
+		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 17},
+		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 40},
+	} {
+		for _, bias := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s m=%d bias=%v equals %s to float32 summation order", tc.name, tc.m, bias, tc.plain), func(t *testing.T) {
+				c := newX16Case(t, r, n, k, tc.m)
+				silu := tc.name == "gemv_q4_0_x16_silu_f32"
+				var bs binds
+				x := randFloats(r, tc.m*k, 1)
+				if silu {
+					up := randFloats(r, k, 1)
+					bs = binds{"gate": f32bytes(x), "up": f32bytes(up)}
+					siluMul(x, up) // what both kernels quantize
+				} else {
+					bs = binds{"x": f32bytes(x)}
+				}
+				c.q.quantize(aqQ8_0, x, tc.m, k) // for the tolerance
+				bv := randFloats(r, n, 1)
+				if bias {
+					bs["bias"] = f32bytes(bv)
+				}
+				var p any = kernels.GEMVParams{N: n, K: k}
+				if tc.m > 1 || tc.name[0] == 's' {
+					p = kernels.GEMMParams{M: uint32(tc.m), N: n, K: k, LDA: k, LDC: n}
+				}
+				run := func(name string, w []byte) []float32 {
+					y := Alloc(4 * tc.m * n)
+					b := binds{"w": w, "y": y}
+					for key, v := range bs {
+						b[key] = v
+					}
+					h.run(name, p, consts{"has_bias": b2u(bias)}, b)
+					return f32s(y)
+				}
+				got, want := run(tc.name, c.w), run(tc.plain, c.plain)
+				for i := range tc.m {
+					for row := range n {
+						g, w := float64(got[i*n+row]), float64(want[i*n+row])
+						if tol := x16Tol(c, i, row, w); math.Abs(g-w) > tol {
+							t.Fatalf("Y[%d][%d]: x16 %g, plain %g (tolerance %g)", i, row, g, w, tol)
+						}
+					}
+				}
+				// The command, with the Go twin in the assembly's place,
+				// gives the same bits.
+				if q4x16Native {
+					native := q4x16
+					q4x16 = q4x16Go
+					goY := run(tc.name, c.w)
+					q4x16 = native
+					for i := range goY {
+						if math.Float32bits(goY[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("element %d: assembly %g, Go twin %g", i, got[i], goY[i])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestBoundX16GEMMDoesNotAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 5))
+	h := newHarness(t, 2)
+	const m, n, k = 8, 256, 1024
+	c := newX16Case(t, r, n, k, 1)
+	x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+	for _, name := range []string{"simd_gemm_q4_0_x16_f32", "gemv_q4_0_x16_f32"} {
+		var e *Exec
+		if name[0] == 's' {
+			e = h.bind(name, kernels.GEMMParams{M: m, N: n, K: k, LDA: k, LDC: n}, consts{"has_bias": 1},
+				binds{"w": c.w, "x": x, "y": y, "bias": f32bytes(randFloats(r, n, 1))})
+		} else {
+			e = h.bind(name, kernels.GEMVParams{N: n, K: k}, nil, binds{"w": c.w, "x": x, "y": y})
+		}
+		if a := testing.AllocsPerRun(20, e.Run); a != 0 {
+			t.Errorf("%s: %v allocations per run, want 0", name, a)
+		}
+	}
+}
