@@ -143,6 +143,9 @@ func (m *Model) checkRows(b *Batch) error {
 		}
 	}
 	if outs > m.out.max {
+		if len(m.batch) == 0 {
+			return fmt.Errorf("runtime: this plan (format 1) gives the logits of a batch's last row only; recompile it with this akunuc for batches: %w", ErrUnsupportedPlan)
+		}
 		return fmt.Errorf("runtime: a batch asks for %d outputs; a Forward gives at most %d (split it)", outs, m.out.max)
 	}
 	return nil

@@ -51,7 +51,7 @@ type GenerateOptions struct {
 	OnText func(text string) bool
 	// Latency bounds, while a caller streams (OnToken or OnText), how long
 	// one chain of decode steps may take, so that tokens arrive steadily
-	// rather than a chain at a time: 0 means 50 ms.
+	// rather than a chain at a time: 0 means DefaultLatency.
 	Latency time.Duration
 }
 

@@ -11,8 +11,8 @@ import (
 // layer's K and V buffer lies at s times the plan's buffer size.
 type kvSlots struct {
 	seqs int
-	len  []int  // positions slot s holds: entries [0, len) are valid
-	busy []bool // taken by a session
+	len  []int   // positions slot s holds: entries [0, len) are valid
+	busy []bool  // taken by a session
 	next []int32 // Forward's scratch: the next position of each slot
 }
 

@@ -158,3 +158,94 @@ func TestGreedyParitySynthetic(t *testing.T) {
 		}
 	}
 }
+
+// holdToReference compares a generation (its tokens and each step's
+// logits) with llama.cpp's under the parity rule: logits within
+// tol·max|logit| and the same tokens, except that where llama.cpp's top-2
+// margin is within the tolerance the two may part, and only there. It
+// returns the steps compared and the largest relative logit delta.
+func holdToReference(t *testing.T, name string, got []int32, gotLogits [][]float32, ref []int32, refLogits [][]float32, tol float64) (int, float64) {
+	t.Helper()
+	var worst float64
+	for i := range min(len(got), len(ref)) {
+		scale := maxAbs(refLogits[i])
+		var d float64
+		for j, x := range gotLogits[i] {
+			d = max(d, math.Abs(float64(x)-float64(refLogits[i][j])))
+		}
+		worst = max(worst, d/scale)
+		if d > tol*scale {
+			t.Errorf("%s: step %d: max |Δlogit| %.3g > %.3g·%.3g", name, i, d, tol, scale)
+			return i, worst
+		}
+		if got[i] != ref[i] {
+			if mg := margin(refLogits[i]); mg > tol*scale {
+				t.Errorf("%s: step %d: token %d, llama.cpp %d, with a top-2 margin of %.3g > the tolerance %.3g", name, i, got[i], ref[i], mg, tol*scale)
+			}
+			return i + 1, worst
+		}
+	}
+	return min(len(got), len(ref)), worst
+}
+
+// Several prompts prefilled in one batch and decoded together, one row
+// each per step, against llama.cpp generating each alone.
+func TestBatchedParityWithLlamaCpp(t *testing.T) {
+	lib := llamacpp.Require(t)
+	type model struct {
+		name, path string
+		tol        float64
+	}
+	models := []model{{"stories260K", stories(t), 1e-3}}
+	for _, c := range []struct {
+		arch string
+		dt   dtype.Type
+	}{{"llama", dtype.Q8_0}, {"qwen3", dtype.Q4_K}, {"gemma3", dtype.F16}, {"qwen3", dtype.Q4_0}} {
+		models = append(models, model{c.arch + " " + c.dt.String(), synthModel(t, c.arch, c.dt), parityTol[c.dt]})
+	}
+	const n = 16
+	for _, md := range models {
+		t.Run(md.name, func(t *testing.T) {
+			lm, err := lib.LoadModel(md.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lm.Close()
+			m := load(t, compile(t, md.path, "cpu-avx2:2"), md.path, 2)
+			b := m.NewBatcher()
+			gens := make([]*Gen, len(batchPrompts))
+			logits := make([][][]float32, len(batchPrompts))
+			for i, p := range batchPrompts {
+				ids := m.Tokenizer.Tokenize(p, true, false)
+				if gens[i], err = b.Add(sess(t, m), ids, GenerateOptions{MaxTokens: n, IgnoreEOS: true, Logits: stepLogits(&logits[i])}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Step(bg); err != nil { // every prompt in one batch
+				t.Fatal(err)
+			}
+			for i, g := range gens {
+				if len(g.Result().Tokens) != 1 {
+					t.Fatalf("prompt %d: %d tokens after the first step; the prompts were not prefilled together", i, len(g.Result().Tokens))
+				}
+			}
+			if err := b.Run(bg); err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range batchPrompts {
+				ids := m.Tokenizer.Tokenize(p, true, false)
+				ctx, err := lm.NewContext(len(ids)+n+8, 512, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rtoks, rlogits, err := ctx.GreedyGenerate(ids, n)
+				ctx.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps, d := holdToReference(t, fmt.Sprintf("prompt %d", i), gens[i].Result().Tokens, logits[i], rtoks, rlogits, md.tol)
+				t.Logf("prompt %d: %d steps, max |Δ|/max|logit| = %.2g", i, steps, d)
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ type Session struct {
 	seq int
 	// hist is every token of the conversation; the KV slot holds
 	// hist[:Pos()].
-	hist  []int32
+	hist   []int32
 	steps  []plans.Step
 	closed bool
 	// serial makes chain decode wait for each chain before encoding the
@@ -73,6 +73,21 @@ func (s *Session) Rewind(n int) {
 	n = max(0, min(n, len(s.hist)))
 	s.hist = s.hist[:n]
 	s.m.Rewind(s.seq, n)
+}
+
+// CopyFrom makes the session's conversation the first n tokens of src's,
+// copying their KV entries on the device instead of computing them again
+// (a conversation that shares a prefix with another: a system prompt, the
+// earlier turns of a chat). n is at most src.Pos().
+func (s *Session) CopyFrom(src *Session, n int) error {
+	if src.m != s.m {
+		return fmt.Errorf("runtime: CopyFrom a session of another model")
+	}
+	if err := s.m.CopyPrefix(s.seq, src.seq, n); err != nil {
+		return err
+	}
+	s.hist = append(s.hist[:0], src.hist[:n]...)
+	return nil
 }
 
 // Generate feeds input (after any token the last turn left pending) and
@@ -218,8 +233,14 @@ func (s *Session) chainLen(at, issued, streamCap int, o *GenerateOptions) int {
 	return max(n, 0)
 }
 
+// DefaultLatency is how long one chain may take while a caller streams
+// (GenerateOptions.Latency 0): short enough that a reader sees text flow,
+// long enough that a GPU's chains still amortize their submission.
+const DefaultLatency = 20 * time.Millisecond
+
 // pacer bounds chains while a caller streams: from the time each token has
-// taken, a chain as long as the latency allows (one token to start with).
+// taken, a chain as long as the latency allows (one token to start with,
+// and never fewer).
 type pacer struct {
 	budget  time.Duration
 	perTok  time.Duration
@@ -230,20 +251,20 @@ type pacer struct {
 func newPacer(o *GenerateOptions) pacer {
 	p := pacer{enabled: o.streaming(), budget: o.Latency, last: time.Now()}
 	if p.budget <= 0 {
-		p.budget = 50 * time.Millisecond
+		p.budget = DefaultLatency
 	}
 	return p
 }
 
-// limit is the longest chain now.
-func (p *pacer) limit(max int) int {
+// limit is the longest chain now, at most most.
+func (p *pacer) limit(most int) int {
 	if !p.enabled {
-		return max
+		return most
 	}
 	if p.perTok <= 0 {
 		return 1
 	}
-	return min(max, int(p.budget/p.perTok)+1)
+	return max(1, min(most, int(p.budget/p.perTok)))
 }
 
 // read notes that n tokens arrived.

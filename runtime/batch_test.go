@@ -1,0 +1,258 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
+
+// batchPrompts are prompts of several lengths (one longer than a small
+// bucket), so that a batch mixes sequences at different positions.
+var batchPrompts = []string{
+	"Once upon a time",
+	"The little dog ran to the park and",
+	"Lily",
+	"One day, a girl named Sue found a big red ball in the garden. She wanted to play with it, so she",
+	"Tom and his mom went",
+	"The sun",
+}
+
+// stepLogits records every step's logits of a generation (a copy each).
+func stepLogits(dst *[][]float32) func(int, []float32) {
+	return func(_ int, l []float32) { *dst = append(*dst, slices.Clone(l)) }
+}
+
+// sameOrNearTie holds got to want token by token; where they part, the
+// reference's top-2 margin at that step (want's logits, relative to its
+// largest magnitude) must be within tol: the parity tests' rule for random
+// weights. It returns the steps compared.
+func sameOrNearTie(t *testing.T, name string, got, want []int32, wantLogits [][]float32, tol float64) int {
+	t.Helper()
+	for i := range min(len(got), len(want)) {
+		if got[i] == want[i] {
+			continue
+		}
+		if i < len(wantLogits) {
+			l := wantLogits[i]
+			if m := margin(l); m <= tol*maxAbs(l) {
+				t.Logf("%s: step %d: a near tie (margin %.3g) parts the sequences", name, i, m)
+				return i
+			}
+		}
+		t.Fatalf("%s: step %d: token %d, alone %d\nbatched %v\nalone   %v", name, i, got[i], want[i], got, want)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d tokens, alone %d", name, len(got), len(want))
+	}
+	return len(got)
+}
+
+// Sequences decoded together, in one batch per step (their prompts
+// prefilled together too), give each the tokens it gives alone.
+func TestBatchedDecodeEqualsAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		model func(t *testing.T) *Model
+		tol   float64
+	}{
+		{"stories260K", func(t *testing.T) *Model { return storiesModel(t) }, 1e-3},
+		{"llama q8_0", func(t *testing.T) *Model { return synthLoad(t, "llama", dtype.Q8_0) }, 2e-2},
+		{"qwen3 q4_k", func(t *testing.T) *Model { return synthLoad(t, "qwen3", dtype.Q4_K) }, 2e-2},
+		{"gemma3 q4_0", func(t *testing.T) *Model { return synthLoad(t, "gemma3", dtype.Q4_0) }, 2e-2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.model(t)
+			const n = 24
+			b := m.NewBatcher()
+			var gens []*Gen
+			for _, p := range batchPrompts {
+				g, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(p, true, false), GenerateOptions{MaxTokens: n, IgnoreEOS: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				gens = append(gens, g)
+			}
+			if err := b.Run(bg); err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range batchPrompts {
+				var logits [][]float32
+				alone := genNew(t, m, m.Tokenizer.Tokenize(p, true, false), GenerateOptions{MaxTokens: n, IgnoreEOS: true, Logits: stepLogits(&logits)})
+				r := gens[i].Result()
+				if r.Stop != StopLimit || gens[i].Err() != nil {
+					t.Fatalf("prompt %d: stop %s, %v", i, r.Stop, gens[i].Err())
+				}
+				sameOrNearTie(t, fmt.Sprintf("prompt %d", i), r.Tokens, alone.Tokens, logits, tc.tol)
+			}
+		})
+	}
+}
+
+// A Batcher admits generations at any step (continuous batching): one
+// that joins while others decode, and one sampled with its own seed, each
+// give what they give alone.
+func TestBatcherAdmitsGenerationsAtAnyStep(t *testing.T) {
+	m := storiesModel(t)
+	knobs := Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 11}
+	b := m.NewBatcher()
+	first, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(batchPrompts[0], true, false), GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := b.Step(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Sampling: knobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Run(bg); err != nil {
+		t.Fatal(err)
+	}
+	want0 := genNew(t, m, m.Tokenizer.Tokenize(batchPrompts[0], true, false), GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
+	want1 := genNew(t, m, m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Sampling: knobs})
+	if !slices.Equal(first.Result().Tokens, want0.Tokens) || !slices.Equal(late.Result().Tokens, want1.Tokens) {
+		t.Fatalf("batched %v / %v\nalone   %v / %v", first.Result().Tokens, late.Result().Tokens, want0.Tokens, want1.Tokens)
+	}
+}
+
+// A session's next turn after a batched one continues exactly as after a
+// lone one: the batch left its KV slot holding exactly its history.
+func TestAfterABatchTheSessionContinues(t *testing.T) {
+	m := storiesModel(t)
+	a, b := sess(t, m), sess(t, m)
+	bt := m.NewBatcher()
+	for i, s := range []*Session{a, b} {
+		if _, err := bt.Add(s, m.Tokenizer.Tokenize(batchPrompts[i], true, false), GenerateOptions{MaxTokens: 12, IgnoreEOS: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bt.Run(bg); err != nil {
+		t.Fatal(err)
+	}
+	more := m.Tokenizer.Tokenize(" and then", false, false)
+	got := gen(t, a, more, GenerateOptions{MaxTokens: 12, IgnoreEOS: true})
+	want := genNew(t, m, slices.Concat(a.History()[:len(a.History())-len(more)-12], more), GenerateOptions{MaxTokens: 12, IgnoreEOS: true})
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("after a batch %v, one prompt %v", got.Tokens, want.Tokens)
+	}
+}
+
+// CopyFrom gives a session another's prefix without computing it: its
+// generation from there equals a fresh one over the same tokens.
+func TestCopyPrefixContinuesLikeAFreshRun(t *testing.T) {
+	m := storiesModel(t)
+	p := m.Tokenizer.Tokenize(batchPrompts[3], true, false)
+	src := sess(t, m)
+	gen(t, src, p, GenerateOptions{MaxTokens: 8, IgnoreEOS: true})
+	dst := sess(t, m)
+	gen(t, dst, m.Tokenizer.Tokenize("Something else entirely", true, false), GenerateOptions{MaxTokens: 4}) // other KV in the slot
+	n := len(p) - 3
+	if err := dst.CopyFrom(src, n); err != nil {
+		t.Fatal(err)
+	}
+	if dst.Pos() != n {
+		t.Fatalf("the copy holds %d positions, want %d", dst.Pos(), n)
+	}
+	got := gen(t, dst, p[n:], GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
+	if len(got.Prompt) != 3 {
+		t.Fatalf("fed %d tokens after the copy, want 3", len(got.Prompt))
+	}
+	want := genNew(t, m, p, GenerateOptions{MaxTokens: 16, IgnoreEOS: true})
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("after CopyFrom %v, fresh %v", got.Tokens, want.Tokens)
+	}
+	if err := dst.CopyFrom(src, src.Pos()+1); err == nil {
+		t.Fatal("copying more positions than the source holds succeeded")
+	}
+}
+
+// Forward refuses rows that do not continue their sequence, a sequence
+// the cache lacks, and a token outside the vocabulary, naming the row.
+func TestForwardRefusesBadRows(t *testing.T) {
+	m := storiesModel(t)
+	s := sess(t, m)
+	gen(t, s, m.Tokenizer.Tokenize("Once", true, false), GenerateOptions{MaxTokens: 1})
+	pos := int32(s.Pos())
+	for _, tc := range []struct {
+		name string
+		b    Batch
+	}{
+		{"a gap in the positions", Batch{Tokens: []int32{1}, Pos: []int32{pos + 1}, Seq: []int32{int32(s.Seq())}, Out: []bool{true}}},
+		{"a position already held", Batch{Tokens: []int32{1}, Pos: []int32{pos - 1}, Seq: []int32{int32(s.Seq())}, Out: []bool{true}}},
+		{"a sequence past the slots", Batch{Tokens: []int32{1}, Pos: []int32{0}, Seq: []int32{int32(m.Seqs())}, Out: []bool{true}}},
+		{"a token past the vocabulary", Batch{Tokens: []int32{int32(m.Vocab())}, Pos: []int32{pos}, Seq: []int32{int32(s.Seq())}, Out: []bool{true}}},
+		{"uneven arrays", Batch{Tokens: []int32{1, 2}, Pos: []int32{pos}, Seq: []int32{int32(s.Seq())}, Out: []bool{true}}},
+		{"more outputs than a Forward gives", func() Batch {
+			var b Batch
+			for i := range m.MaxOutputs() + 1 {
+				b.Add(1, pos+int32(i), int32(s.Seq()), true)
+			}
+			return b
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Pos()
+			if err := m.Forward(bg, &tc.b); err == nil {
+				t.Fatal("accepted")
+			} else {
+				t.Log(err)
+			}
+			if s.Pos() != before {
+				t.Fatalf("a refused batch moved the sequence from %d to %d", before, s.Pos())
+			}
+		})
+	}
+	b := Batch{Tokens: []int32{1}, Pos: []int32{int32(m.Ctx())}, Seq: []int32{0}, Out: []bool{true}}
+	m.Rewind(0, m.Ctx())
+	m.kv.len[0] = m.Ctx()
+	if err := m.Forward(bg, &b); !errors.Is(err, ErrContextFull) {
+		t.Fatalf("a row at the context's end: %v", err)
+	}
+	m.kv.len[0] = 0
+}
+
+// Two models on one backend each give what they give alone, and closing
+// one leaves the other working.
+func TestModelsShareABackend(t *testing.T) {
+	model := stories(t)
+	plan := compile(t, model, "cpu-avx2:2")
+	other := synthModel(t, "qwen3", dtype.Q8_0)
+	otherPlan := compile(t, other, "cpu-avx2:2")
+	be := NewCPU(2)
+	defer be.Close()
+	a, err := Load(plan, Options{Model: model, Backend: be, Seqs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(otherPlan, Options{Model: other, Backend: be, Seqs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aloneA := genNew(t, load(t, plan, model, 2), []int32{1, 403, 407}, GenerateOptions{MaxTokens: 20, IgnoreEOS: true})
+	aloneB := genNew(t, load(t, otherPlan, other, 2), []int32{1, 2, 3, 4}, GenerateOptions{MaxTokens: 20, IgnoreEOS: true})
+	for range 2 { // interleaved, twice
+		if got := genNew(t, a, []int32{1, 403, 407}, GenerateOptions{MaxTokens: 20, IgnoreEOS: true}); !slices.Equal(got.Tokens, aloneA.Tokens) {
+			t.Fatalf("model a on a shared backend %v, alone %v", got.Tokens, aloneA.Tokens)
+		}
+		if got := genNew(t, b, []int32{1, 2, 3, 4}, GenerateOptions{MaxTokens: 20, IgnoreEOS: true}); !slices.Equal(got.Tokens, aloneB.Tokens) {
+			t.Fatalf("model b on a shared backend %v, alone %v", got.Tokens, aloneB.Tokens)
+		}
+	}
+	a.Close()
+	if got := genNew(t, b, []int32{1, 2, 3, 4}, GenerateOptions{MaxTokens: 20, IgnoreEOS: true}); !slices.Equal(got.Tokens, aloneB.Tokens) {
+		t.Fatalf("after the other model closed: %v, alone %v", got.Tokens, aloneB.Tokens)
+	}
+	b.Close()
+}
+
+// synthLoad loads a synthetic model compiled for the test CPU target.
+func synthLoad(t *testing.T, arch string, dt dtype.Type) *Model {
+	model := synthModel(t, arch, dt)
+	return load(t, compile(t, model, "cpu-avx2:2"), model, 2)
+}
