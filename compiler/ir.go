@@ -200,10 +200,10 @@ type Split struct {
 
 // Tail ops end a program.
 const (
-	TailGather  = "gather"   // Out[0] = the rows of In[0] the runtime asks outputs of (batch)
-	TailToHost  = "to_host"  // the logits, F32, into the io buffer the host reads
-	TailSample  = "sample"   // Gumbel-max noise on the logits, in place
-	TailArgmax  = "argmax"   // the next token id into the token slot
+	TailGather = "gather"  // Out[0] = the rows of In[0] the runtime asks outputs of (batch)
+	TailToHost = "to_host" // the logits, F32, into the io buffer the host reads
+	TailSample = "sample"  // Gumbel-max noise on the logits, in place
+	TailArgmax = "argmax"  // the next token id into the token slot
 )
 
 // Tail is one of the ops that end a program.

@@ -120,7 +120,7 @@ func RepackRecipe(dt dtype.Type) string {
 const (
 	docWeightX16 = "W [N, K] repacked in 16-row groups (docs/formats.md#q4_0x16); N a multiple of 16"
 	docWeight    = "W [N, K] in the kernel's dtype, rows contiguous"
-	docBias   = "bias [N], F32"
+	docBias      = "bias [N], F32"
 )
 
 // families is the catalog's table, in catalog order.
