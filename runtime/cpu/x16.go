@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
@@ -107,14 +108,25 @@ func packX16(a []byte, q *q8act, i, m, k int) {
 	qs, d, _ := q.row(aqQ8_0, i, k)
 	for b := range nb {
 		rec := a[base+b*mc*x16Rec : base+b*mc*x16Rec+x16Rec]
-		var s int32
-		for j, v := range qs[b*qk : b*qk+qk] {
-			rec[j] = byte(v)
-			s += int32(v)
-		}
+		blk := qs[b*qk : b*qk+qk]
+		copy(rec[:qk], unsafe.Slice((*byte)(unsafe.Pointer(&blk[0])), qk))
 		binary.LittleEndian.PutUint32(rec[32:], math.Float32bits(d[b]))
-		binary.LittleEndian.PutUint32(rec[36:], uint32(-8*s))
+		binary.LittleEndian.PutUint32(rec[36:], uint32(-8*sum32(rec[:qk])))
 	}
+}
+
+// sum32 is the sum of 32 bytes taken as int8, eight at a time: each byte
+// biased to unsigned (x ^ 0x80 is x + 128), pairs added into 16-bit lanes,
+// the four lanes of the four words summed at the end. The packing ran a
+// byte loop here and took an eighth of a batched decode step.
+func sum32(b []byte) int32 {
+	_ = b[31]
+	var t uint64
+	for i := 0; i < 32; i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:]) ^ 0x8080808080808080
+		t += x&0x00FF00FF00FF00FF + x>>8&0x00FF00FF00FF00FF // four lanes ≤ 510 each, ≤ 2040 after four words
+	}
+	return int32(t*0x0001000100010001>>48) - 32*128
 }
 
 // q4x16 is the dispatched kernel: q4x16Go unless the AVX-512 VNNI twin,

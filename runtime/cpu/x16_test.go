@@ -324,3 +324,27 @@ func TestBoundX16GEMMDoesNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+func TestSum32(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	b := make([]byte, 32)
+	for trial := range 2000 {
+		for i := range b {
+			switch trial {
+			case 0:
+				b[i] = 0x80 // all −128
+			case 1:
+				b[i] = 0x7f // all 127
+			default:
+				b[i] = byte(r.Uint32())
+			}
+		}
+		var want int32
+		for _, v := range b {
+			want += int32(int8(v))
+		}
+		if got := sum32(b); got != want {
+			t.Fatalf("sum32(%v) = %d, want %d", b, got, want)
+		}
+	}
+}
