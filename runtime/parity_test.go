@@ -9,6 +9,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/plans"
 )
 
 // stepLog is one generated step: the token and the logits it came from.
@@ -246,6 +247,32 @@ func TestBatchedParityWithLlamaCpp(t *testing.T) {
 				steps, d := holdToReference(t, fmt.Sprintf("prompt %d", i), gens[i].Result().Tokens, logits[i], rtoks, rlogits, md.tol)
 				t.Logf("prompt %d: %d steps, max |Δ|/max|logit| = %.2g", i, steps, d)
 			}
+		})
+	}
+}
+
+// A target that repacks Q4_0 (cpu-avx512: the x16 layout and kernels, in
+// decode and batches alike) holds to llama.cpp as GGUF's layout does.
+func TestRepackedQ4_0ParityWithLlamaCpp(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3", "gemma3"} {
+		t.Run(arch+" q4_0 repacked matches llama.cpp", func(t *testing.T) {
+			model := synthModel(t, arch, dtype.Q4_0)
+			plan := compile(t, model, "cpu-avx512:2")
+			p, err := plans.ReadFile(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repacked := 0
+			for _, b := range p.Buffers {
+				if b.Recipe == "repack:q4_0x16" {
+					repacked++
+				}
+			}
+			if repacked == 0 {
+				t.Fatal("the plan repacks nothing")
+			}
+			steps, d := parity(t, plan, model, "Hello world, this is a test", 32, parityTol[dtype.Q4_0])
+			t.Logf("%s q4_0, %d repacked weights: %d steps, max |Δ|/max|logit| = %.2g", arch, repacked, steps, d)
 		})
 	}
 }
