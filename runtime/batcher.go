@@ -54,26 +54,17 @@ func (m *Model) NewBatcher() *Batcher { return &Batcher{m: m} }
 // would, from the next Step on.
 func (b *Batcher) Add(s *Session, input []int32, o GenerateOptions) (*Gen, error) {
 	m := b.m
-	if s.m != m || s.closed {
-		return nil, fmt.Errorf("runtime: a session of another model, or closed")
+	if s.m != m {
+		return nil, fmt.Errorf("runtime: a session of another model")
 	}
 	for _, g := range b.gens {
 		if g.s == s {
 			return nil, fmt.Errorf("runtime: session %d generates already", s.seq)
 		}
 	}
-	pos := s.Pos()
-	feed := append(slices.Clone(s.hist[pos:]), input...)
-	if len(feed) == 0 {
-		return nil, fmt.Errorf("runtime: nothing to feed: an empty prompt and no pending token")
-	}
-	for _, t := range feed {
-		if t < 0 || int(t) >= m.vocab {
-			return nil, fmt.Errorf("runtime: token %d outside the vocabulary of %d", t, m.vocab)
-		}
-	}
-	if pos+len(feed) > m.Ctx() || len(s.hist)+len(input) > cap(s.hist) {
-		return nil, fmt.Errorf("runtime: %d tokens at position %d exceed the plan's context of %d: %w", len(feed), pos, m.Ctx(), ErrContextFull)
+	feed, err := s.feedFor(input)
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{Prompt: feed}
 	g := &Gen{s: s, g: newGeneration(m, o, res, time.Now()), feed: feed, input: len(input)}

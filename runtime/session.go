@@ -96,23 +96,11 @@ func (s *Session) CopyFrom(src *Session, n int) error {
 // the conversation as it was).
 func (s *Session) Generate(ctx context.Context, input []int32, o GenerateOptions) (*Result, error) {
 	m := s.m
-	if s.closed {
-		return nil, fmt.Errorf("runtime: Generate on a closed session")
+	feed, err := s.feedFor(input)
+	if err != nil {
+		return nil, err
 	}
-	pos := s.Pos()
-	feed := append(slices.Clone(s.hist[pos:]), input...)
 	res := &Result{Prompt: feed}
-	if len(feed) == 0 {
-		return nil, fmt.Errorf("runtime: nothing to feed: an empty prompt and no pending token")
-	}
-	for _, t := range feed {
-		if t < 0 || int(t) >= m.vocab {
-			return nil, fmt.Errorf("runtime: token %d outside the vocabulary of %d", t, m.vocab)
-		}
-	}
-	if pos+len(feed) > m.Ctx() || len(s.hist)+len(input) > cap(s.hist) {
-		return nil, fmt.Errorf("runtime: %d tokens at position %d exceed the plan's context of %d: %w", len(feed), pos, m.Ctx(), ErrContextFull)
-	}
 	t0 := time.Now()
 	s.hist = append(s.hist, input...)
 	g := newGeneration(m, o, res, t0)
@@ -150,6 +138,30 @@ func (s *Session) Generate(ctx context.Context, input []int32, o GenerateOptions
 	}
 	g.finish(stop)
 	return res, nil
+}
+
+// feedFor is what a turn with input feeds: a token the last turn left
+// pending, then input; refused when the session is closed, a token lies
+// outside the vocabulary or the context cannot hold them.
+func (s *Session) feedFor(input []int32) ([]int32, error) {
+	m := s.m
+	if s.closed {
+		return nil, fmt.Errorf("runtime: a closed session cannot generate")
+	}
+	pos := s.Pos()
+	feed := append(slices.Clone(s.hist[pos:]), input...)
+	if len(feed) == 0 {
+		return nil, fmt.Errorf("runtime: nothing to feed: an empty prompt and no pending token")
+	}
+	for _, t := range feed {
+		if t < 0 || int(t) >= m.vocab {
+			return nil, fmt.Errorf("runtime: token %d outside the vocabulary of %d", t, m.vocab)
+		}
+	}
+	if pos+len(feed) > m.Ctx() || len(s.hist)+len(input) > cap(s.hist) {
+		return nil, fmt.Errorf("runtime: %d tokens at position %d exceed the plan's context of %d: %w", len(feed), pos, m.Ctx(), ErrContextFull)
+	}
+	return feed, nil
 }
 
 // prefill feeds tokens from the slot's position on, in batches, asking the
