@@ -82,7 +82,7 @@ func lowerPass(s *state) (string, error) {
 		s.graphs = append(s.graphs, lower(s.prog, f))
 	}
 	g := s.graphs[0]
-	return fmt.Sprintf("%s (%s): %d layers, %d nodes per token, ctx %d, %s activations, prefill buckets %v",
+	return fmt.Sprintf("%s (%s): %d layers, %d nodes per token, ctx %d, %s activations, batch buckets %v",
 		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), s.ctx, strings.ToLower(s.act.String()), s.buckets), nil
 }
 
