@@ -145,7 +145,7 @@ func fits(t plans.Target, total uint64) []Fit {
 }
 
 // ProgramNames lists the report's programs: decode, sampled, then the
-// prefill buckets by batch size.
+// batch (or format 1 prefill) buckets by rows.
 func (r *Report) ProgramNames() []string {
 	names := make([]string, 0, len(r.Programs))
 	for n := range r.Programs {

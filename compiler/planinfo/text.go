@@ -35,7 +35,7 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 	for _, row := range []struct {
 		name string
 		n    uint64
-	}{{"weights", m.Weights}, {"derived weights", m.Derived}, {"kv cache", m.KV}, {"scratch", m.Scratch},
+	}{{"weights", m.Weights}, {"derived weights", m.Derived}, {"kv cache, a sequence", m.KV}, {"scratch", m.Scratch},
 		{"io", m.IO}, {"constants", m.Constants}, {"parameters", m.Params}, {"total", m.Total}} {
 		if row.n != 0 || row.name == "total" {
 			p("  %s\t%s\t%d bytes\n", row.name, b(row.n), row.n)
