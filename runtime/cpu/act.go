@@ -93,10 +93,7 @@ func (a act) load(dst []float32, src []byte, i, n int) {
 // store writes src into n elements of dst from element i.
 func (a act) store(dst []byte, i int, src []float32) {
 	if a {
-		d := u16s(dst)[i : i+len(src)]
-		for j, v := range src {
-			d[j] = f2h(v)
-		}
+		f2hRow(u16s(dst)[i:i+len(src)], src)
 		return
 	}
 	copy(f32s(dst)[i:i+len(src)], src)

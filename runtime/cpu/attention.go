@@ -19,7 +19,10 @@ import (
 // just filled), or with the Rows variant at pos[t] in sequence slot seq[t]
 // of the cache (slots lie n_kv_heads·max_ctx rows apart); it sees keys j ≤
 // its position and, with a window w, j > position − w. Query head h reads
-// kv head h / (n_heads / n_kv_heads). The pool splits (token, head) pairs.
+// kv head h / (n_heads / n_kv_heads). The pool splits (token, kv head)
+// pairs (or (kv head, split)); an item takes the query heads of its kv
+// head two at a time, so each pass over the keys and values serves two
+// heads (GQA's sharing: the f16 rows are read and widened once for both).
 // A Rows query whose position or slot lies outside the cache (which the
 // runtime never asks for) gets zeros.
 //
@@ -49,16 +52,25 @@ func bindAttention(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 func (a *attention) prepare(e *Exec) error {
 	p := &a.p
 	a.splits = max(a.splits, 1)
-	e.b.scratch.needWorker(int(p.MaxCtx)+int(p.HeadDim), int(p.HeadDimV))
+	e.b.scratch.needWorker(2*(int(p.MaxCtx)+int(p.HeadDim)), 2*int(p.HeadDimV))
 	return nil
+}
+
+// group is the query heads per kv head; blocks is how many groups there
+// are (the last one short if n_heads is not a multiple).
+func (a *attention) group() (group, blocks int) {
+	nh := int(a.p.NHeads)
+	group = max(nh/max(int(a.p.NKVHeads), 1), 1)
+	return group, (nh + group - 1) / group
 }
 
 func (a *attention) run(e *Exec) {
 	a.e = e
 	p := &a.p
-	items := int(p.NTokens) * int(p.NHeads)
+	_, blocks := a.group()
+	items := int(p.NTokens) * blocks
 	if a.parallel {
-		items = int(p.NHeads) * a.splits
+		items = blocks * a.splits
 	}
 	kv := int(p.KVLen)
 	if a.rows { // the last row's keys: a bound on what an item reads
@@ -67,78 +79,129 @@ func (a *attention) run(e *Exec) {
 	e.b.pool.run(a, items, 1, kv*int(p.HeadDim+p.HeadDimV)*2)
 }
 
+// span is item it's token, kv head and split, and the key and value rows
+// its queries see.
+func (a *attention) span(it int) (t, kvh, split int, kr, vr []uint16) {
+	p, e := &a.p, a.e
+	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
+	kc, vc := u16s(e.buf(1)), u16s(e.buf(2))
+	if a.parallel {
+		kvh, split = it/a.splits, it%a.splits
+	} else {
+		_, blocks := a.group()
+		t, kvh = it/blocks, it%blocks
+	}
+	kvLen := int(p.KVLen)
+	pos, base := kvLen-int(p.NTokens)+t, 0
+	if a.rows {
+		seq := int(u32s(e.buf(5))[t])
+		pos, kvLen = int(u32s(e.buf(4))[t]), 0
+		base = seq * int(p.NKVHeads) * mc
+		if end := base + int(p.NKVHeads)*mc; pos < mc && end*hd <= len(kc) && end*hdv <= len(vc) {
+			kvLen = pos + 1
+		}
+	}
+	hi := min(pos+1, kvLen)
+	lo := 0
+	if a.window && p.Window > 0 {
+		lo = max(0, pos-int(p.Window)+1)
+	}
+	if a.parallel {
+		c := (kvLen + a.splits - 1) / a.splits
+		lo, hi = max(lo, split*c), min(hi, (split+1)*c)
+	}
+	n := max(hi-lo, 0) // a split past kv_len is empty
+	if n == 0 {
+		lo, base = 0, 0 // nothing is read: keep the slices in range
+	}
+	return t, kvh, split, kc[(base+kvh*mc+lo)*hd:][:n*hd], vc[(base+kvh*mc+lo)*hdv:][:n*hdv]
+}
+
 func (a *attention) do(w, i0, i1 int) {
 	p, e := &a.p, a.e
 	hd, hdv := int(p.HeadDim), int(p.HeadDimV)
 	nh := int(p.NHeads)
-	group := max(nh/max(int(p.NKVHeads), 1), 1)
+	group, _ := a.group()
 	ws := &e.b.scratch.workers[w]
-	qf, scores, acc := ws.f[:hd], ws.f[hd:], ws.acc[:hdv]
-	qb, kc, vc := e.buf(0), u16s(e.buf(1)), u16s(e.buf(2))
-	out := e.buf(3)
-	kvLen := int(p.KVLen)
-	nt := int(p.NTokens)
 	mc := int(p.MaxCtx)
+	q0, q1 := ws.f[:hd], ws.f[hd:2*hd]
+	s0, s1 := ws.f[2*hd:2*hd+mc], ws.f[2*hd+mc:2*hd+2*mc]
+	acc0, acc1 := ws.acc[:hdv], ws.acc[hdv:2*hdv]
+	qb, out := e.buf(0), e.buf(3)
 	for it := i0; it < i1; it++ {
-		var t, h, split int
-		if a.parallel {
-			h, split = it/a.splits, it%a.splits
-		} else {
-			t, h = it/nh, it%nh
-		}
-		pos, base := kvLen-nt+t, 0
-		if a.rows {
-			seq := int(u32s(e.buf(5))[t])
-			pos, kvLen = int(u32s(e.buf(4))[t]), 0
-			base = seq * int(p.NKVHeads) * mc
-			if end := base + int(p.NKVHeads)*mc; pos < mc && end*hd <= len(kc) && end*hdv <= len(vc) {
-				kvLen = pos + 1
+		t, kvh, split, kr, vr := a.span(it)
+		// The rows come from DRAM (a step streams every weight through
+		// the caches after it read them): ask for all of them at once.
+		// The hardware's streams alone left too few misses in flight: a
+		// batch of eight at 16–48 keys took ~116 µs a layer, ~96 with
+		// this.
+		prefetchL2(kr)
+		prefetchL2(vr)
+		n := len(kr) / hd
+		hEnd := min(nh, (kvh+1)*group)
+		for h := kvh * group; h < hEnd; h += 2 {
+			two := h+1 < hEnd
+			// ggml converts q to the f16 K cache's type.
+			a.act.load(q0, qb, t*int(p.QStride)+h*hd, hd)
+			scaleRoundF16(q0, 1)
+			sc0, sc1 := s0[:n], s1[:n]
+			var m0, m1 float32
+			if two {
+				a.act.load(q1, qb, t*int(p.QStride)+(h+1)*hd, hd)
+				scaleRoundF16(q1, 1)
+				m0, m1 = scoresF16x2(kr, q0, q1, p.Scale, sc0, sc1)
+			} else {
+				m0 = scoresF16(kr, q0, p.Scale, sc0)
+			}
+			m0, sum0 := a.softmax(sc0, m0)
+			var sum1 float32
+			clear(acc0)
+			if two {
+				m1, sum1 = a.softmax(sc1, m1)
+				clear(acc1)
+				accF16x2(acc0, acc1, sc0, sc1, vr)
+			} else {
+				accF16(acc0, sc0, vr)
+			}
+			a.finish(out, t, h, split, acc0, m0, sum0)
+			if two {
+				a.finish(out, t, h+1, split, acc1, m1, sum1)
 			}
 		}
-		hi := min(pos+1, kvLen)
-		lo := 0
-		if a.window && p.Window > 0 {
-			lo = max(0, pos-int(p.Window)+1)
-		}
-		if a.parallel {
-			c := (kvLen + a.splits - 1) / a.splits
-			lo, hi = max(lo, split*c), min(hi, (split+1)*c)
-		}
-		a.act.load(qf, qb, t*int(p.QStride)+h*hd, hd)
-		scaleRoundF16(qf, 1) // ggml converts q to the f16 K cache's type
-		kvh := h / group
-		n := max(hi-lo, 0) // a split past kv_len is empty
-		if n == 0 {
-			lo, base = 0, 0 // nothing is read: keep the slices in range
-		}
-		sc := scores[:n]
-		kr := kc[(base+kvh*mc+lo)*hd:][:n*hd]
-		vr := vc[(base+kvh*mc+lo)*hdv:][:n*hdv]
-		m := scoresF16(kr, qf, p.Scale, sc)
-		if a.softcap && p.Softcap > 0 {
-			m = float32(math.Inf(-1))
-			for j, s := range sc {
-				sc[j] = p.Softcap * float32(math.Tanh(float64(s/p.Softcap)))
-				m = max(m, sc[j])
-			}
-		}
-		sum := expSum(sc, m)
-		clear(acc)
-		if a.parallel {
-			accF16(acc, sc, vr)
-			part := f32s(out)[(h*a.splits+split)*(hdv+2):][:hdv+2]
-			copy(part, acc)
-			part[hdv], part[hdv+1] = m, sum
-			continue
-		}
-		// ggml's path: softmax normalized first, each weight rounded to
-		// f16 (the V product's activation type), then V summed.
-		if sum > 0 {
-			scaleRoundF16(sc, 1/sum)
-		}
-		accF16(acc, sc, vr)
-		a.act.store(out, t*int(p.OStride)+h*hdv, acc)
 	}
+}
+
+// softmax turns one head's scores sc (their max m) into the weights that
+// meet V, and returns the max (after the soft cap) and Σ e^(s − m). The
+// parallel kernel's weights stay unnormalized; otherwise they take ggml's
+// path: normalized first, each rounded to f16 (the V product's activation
+// type).
+func (a *attention) softmax(sc []float32, m float32) (float32, float32) {
+	if a.softcap && a.p.Softcap > 0 {
+		m = float32(math.Inf(-1))
+		for j, s := range sc {
+			sc[j] = a.p.Softcap * float32(math.Tanh(float64(s/a.p.Softcap)))
+			m = max(m, sc[j])
+		}
+	}
+	sum := expSum(sc, m)
+	if !a.parallel && sum > 0 {
+		scaleRoundF16(sc, 1/sum)
+	}
+	return m, sum
+}
+
+// finish writes head h's result: the parallel kernel's partial state, or
+// the output row of token t.
+func (a *attention) finish(out []byte, t, h, split int, acc []float32, m, sum float32) {
+	hdv := len(acc)
+	if a.parallel {
+		part := f32s(out)[(h*a.splits+split)*(hdv+2):][:hdv+2]
+		copy(part, acc)
+		part[hdv], part[hdv+1] = m, sum
+		return
+	}
+	a.act.store(out, t*int(a.p.OStride)+h*hdv, acc)
 }
 
 // The attention pieces, one head's work over its n visible positions (the
@@ -151,12 +214,27 @@ func (a *attention) do(w, i0, i1 int) {
 //   - scaleRoundF16: p[j] = f16(p[j]·a), rounded to nearest even.
 //   - accF16: acc += Σ_j p[j]·v_j for the f16 value rows v_j (len(acc)
 //     elements each).
+//
+// and two heads' over the same rows (GQA): scoresF16x2 and accF16x2 are
+// scoresF16 and accF16 for each head, which AVX-512 twins compute in one
+// pass over the rows (attn_amd64.go; within float32 rounding of them).
 var (
 	scoresF16     = scoresF16Go
 	expSum        = expSumGo
 	scaleRoundF16 = scaleRoundF16Go
 	accF16        = accF16Go
+	scoresF16x2   = scoresF16x2Each
+	accF16x2      = accF16x2Each
 )
+
+func scoresF16x2Each(k []uint16, q0, q1 []float32, scale float32, out0, out1 []float32) (float32, float32) {
+	return scoresF16(k, q0, scale, out0), scoresF16(k, q1, scale, out1)
+}
+
+func accF16x2Each(acc0, acc1, p0, p1 []float32, v []uint16) {
+	accF16(acc0, p0, v)
+	accF16(acc1, p1, v)
+}
 
 func scoresF16Go(k []uint16, q []float32, scale float32, out []float32) float32 {
 	hd := len(q)

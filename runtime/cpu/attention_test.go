@@ -336,6 +336,71 @@ func TestAttentionPiecesMatchPortable(t *testing.T) {
 	}
 }
 
+// The two-head pieces (scoresF16x2, accF16x2: AVX-512 twins where the CPU
+// has them) agree with the portable one-head forms run on each head, to
+// float32 rounding of their terms, as the one-head twins do. Head sizes
+// straddle the 16-element chunks and the 128-column blocks; position
+// counts the groups of eight (a tail makes the kernel redo the last eight).
+func TestAttentionPairsMatchPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, hd := range []int{8, 16, 64, 128, 144, 256} {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 63, 130, 257} {
+			k := make([]uint16, n*hd)
+			for i := range k {
+				k[i] = f2h(float32(r.NormFloat64()))
+			}
+			q0, q1 := randFloats(r, hd, 1), randFloats(r, hd, 1)
+			got0, got1 := make([]float32, n), make([]float32, n)
+			want0, want1 := make([]float32, n), make([]float32, n)
+			gm0, gm1 := scoresF16x2(k, q0, q1, 0.125, got0, got1)
+			wm0, wm1 := scoresF16Go(k, q0, 0.125, want0), scoresF16Go(k, q1, 0.125, want1)
+			for h, c := range []struct {
+				q         []float32
+				got, want []float32
+				gm, wm    float32
+			}{{q0, got0, want0, gm0, wm0}, {q1, got1, want1, gm1, wm1}} {
+				for j := range n {
+					var mag float64
+					for i := range hd {
+						mag += math.Abs(float64(h2f(k[j*hd+i]) * c.q[i]))
+					}
+					if d := math.Abs(float64(c.got[j] - c.want[j])); d > 1e-6*0.125*mag+1e-30 {
+						t.Fatalf("hd %d n %d head %d: score %d = %g, portable %g", hd, n, h, j, c.got[j], c.want[j])
+					}
+				}
+				if n > 0 && c.gm != slicesMax(c.got) || n == 0 && !math.IsInf(float64(c.gm), -1) {
+					t.Fatalf("hd %d n %d head %d: max %g of %v", hd, n, h, c.gm, c.got)
+				}
+				if math.Abs(float64(c.gm-c.wm)) > 1e-5*math.Abs(float64(c.wm))+1e-30 && !math.IsInf(float64(c.wm), -1) {
+					t.Fatalf("hd %d n %d head %d: max %g, portable %g", hd, n, h, c.gm, c.wm)
+				}
+			}
+
+			v := make([]uint16, n*hd)
+			for i := range v {
+				v[i] = f2h(float32(r.NormFloat64()))
+			}
+			p0, p1 := randFloats(r, n, 1), randFloats(r, n, 1)
+			acc0, acc1 := randFloats(r, hd, 1), randFloats(r, hd, 1)
+			want0, want1 = append([]float32(nil), acc0...), append([]float32(nil), acc1...)
+			accF16x2(acc0, acc1, p0, p1, v)
+			accF16Go(want0, p0, v)
+			accF16Go(want1, p1, v)
+			for h, c := range []struct{ got, want, p []float32 }{{acc0, want0, p0}, {acc1, want1, p1}} {
+				for i := range hd {
+					mag := math.Abs(float64(c.want[i]))
+					for j := range n {
+						mag += math.Abs(float64(c.p[j] * h2f(v[j*hd+i])))
+					}
+					if d := math.Abs(float64(c.got[i] - c.want[i])); d > 1e-6*mag {
+						t.Fatalf("hd %d n %d head %d: acc[%d] = %g, portable %g", hd, n, h, i, c.got[i], c.want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 func slicesMax(s []float32) float32 {
 	m := float32(math.Inf(-1))
 	for _, v := range s {

@@ -19,6 +19,12 @@ func scaleRoundF16AVX2(p unsafe.Pointer, groups int, a float32)
 //go:noescape
 func accF16AVX2(acc, p, v unsafe.Pointer, hdv, n int)
 
+//go:noescape
+func scoresF16x2AVX512(k, q0, q1 unsafe.Pointer, hd, groups int, scale float32, out0, out1 unsafe.Pointer, m *[2]float32)
+
+//go:noescape
+func accF16x2AVX512(acc0, acc1, p0, p1, v unsafe.Pointer, hdv, n int)
+
 func init() {
 	if !haveAVX2 {
 		return
@@ -27,6 +33,44 @@ func init() {
 	expSum = expSumAsm
 	scaleRoundF16 = scaleRoundF16Asm
 	accF16 = accF16Asm
+	if haveAVX512 {
+		scoresF16x2 = scoresF16x2Asm
+		accF16x2 = accF16x2Asm
+	}
+}
+
+// scoresF16x2Asm runs the pair kernel on whole groups of eight keys and,
+// when a tail is left, once more on the last eight (which recomputes a
+// few scores: each key's score is the same in any slot of a group).
+// Fewer than eight keys, or a head size that is not whole 16-element
+// chunks, go through the one-head form.
+func scoresF16x2Asm(k []uint16, q0, q1 []float32, scale float32, out0, out1 []float32) (float32, float32) {
+	hd, n := len(q0), len(out0)
+	if hd%16 != 0 || hd == 0 || n < 8 {
+		return scoresF16x2Each(k, q0, q1, scale, out0, out1)
+	}
+	_, _, _ = k[n*hd-1], q1[hd-1], out1[n-1]
+	var m [2]float32
+	scoresF16x2AVX512(unsafe.Pointer(&k[0]), unsafe.Pointer(&q0[0]), unsafe.Pointer(&q1[0]), hd, n/8, scale,
+		unsafe.Pointer(&out0[0]), unsafe.Pointer(&out1[0]), &m)
+	if n%8 != 0 {
+		m0, m1 := m[0], m[1]
+		j := n - 8
+		scoresF16x2AVX512(unsafe.Pointer(&k[j*hd]), unsafe.Pointer(&q0[0]), unsafe.Pointer(&q1[0]), hd, 1, scale,
+			unsafe.Pointer(&out0[j]), unsafe.Pointer(&out1[j]), &m)
+		m[0], m[1] = max(m[0], m0), max(m[1], m1)
+	}
+	return m[0], m[1]
+}
+
+func accF16x2Asm(acc0, acc1, p0, p1 []float32, v []uint16) {
+	hdv, n := len(acc0), len(p0)
+	if hdv%16 != 0 || hdv == 0 || n == 0 {
+		accF16x2Each(acc0, acc1, p0, p1, v)
+		return
+	}
+	_, _, _ = v[n*hdv-1], acc1[hdv-1], p1[n-1]
+	accF16x2AVX512(unsafe.Pointer(&acc0[0]), unsafe.Pointer(&acc1[0]), unsafe.Pointer(&p0[0]), unsafe.Pointer(&p1[0]), unsafe.Pointer(&v[0]), hdv, n)
 }
 
 func scoresF16Asm(k []uint16, q []float32, scale float32, out []float32) float32 {
@@ -37,7 +81,11 @@ func scoresF16Asm(k []uint16, q []float32, scale float32, out []float32) float32
 	}
 	_ = k[n*hd-1]
 	m := scoresF16AVX2(unsafe.Pointer(&k[0]), unsafe.Pointer(&q[0]), hd, g, scale, unsafe.Pointer(&out[0]))
-	return max(m, scoresF16Go(k[8*g*hd:], q, scale, out[8*g:]))
+	if n%8 != 0 { // the last eight again: a key's score is the same in any slot of a group
+		j := n - 8
+		m = max(m, scoresF16AVX2(unsafe.Pointer(&k[j*hd]), unsafe.Pointer(&q[0]), hd, 1, scale, unsafe.Pointer(&out[j])))
+	}
+	return m
 }
 
 func expSumAsm(s []float32, m float32) float32 {

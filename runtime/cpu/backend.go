@@ -33,8 +33,12 @@ type Options struct {
 type Backend struct {
 	pool    *pool
 	scratch scratch
-	bufs    [][]byte // by buffer id - 1; nil when freed
-	progs   [][]*Exec
+	// last is the command that ran last, nil once the host has written
+	// since: what a GEMM checks before it reuses the prepared X of the
+	// one before it (gemm.prepared).
+	last  *Exec
+	bufs  [][]byte // by buffer id - 1; nil when freed
+	progs [][]*Exec
 	// freeBufs and freeProgs are the ids of freed entries, reused first.
 	freeBufs, freeProgs []int
 }
@@ -149,6 +153,7 @@ func (b *Backend) Write(dst device.Buffer, off int, src []byte) error {
 		return fmt.Errorf("cpu: write of %d bytes at %d into a buffer of %d", len(src), off, len(d))
 	}
 	copy(d[off:], src)
+	b.last = nil
 	return nil
 }
 
@@ -166,6 +171,7 @@ func (b *Backend) Read(dst []byte, src device.Buffer, off int) error {
 // command encoded before it has already run.
 func (b *Backend) Copy(dst device.Buffer, dstOff int, src device.Buffer, srcOff int, n int) {
 	copy(b.bytes(dst)[dstOff:dstOff+n], b.bytes(src)[srcOff:srcOff+n])
+	b.last = nil
 }
 
 // Bind prepares commands (resolved by device.Resolve) as one program.
@@ -178,6 +184,7 @@ func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
 		}
 		execs[i] = e
 	}
+	linkGEMMs(execs)
 	if n := len(b.freeProgs); n > 0 {
 		i := b.freeProgs[n-1]
 		b.freeProgs = b.freeProgs[:n-1]
@@ -229,16 +236,18 @@ func (b *Backend) WaitOldest() error { return nil }
 type scratch struct {
 	q8      q8act     // activations quantized to 8 bits (quantized GEMV/GEMM)
 	x16     []byte    // q8's rows as the x16 kernels' records (x16.go)
+	rope    ropeTab   // a step's RoPE tables (ropeKV)
 	f       []float32 // activations widened to f32 (gates, f16 inputs)
 	workers []workerScratch
 }
 
 type workerScratch struct {
-	f   []float32   // per worker: a dequantized row, attention scores, a RoPE table
-	acc []float32   // per worker: an output accumulator
-	v4  [4]float32  // per worker: four rows' dot products (gemv)
-	v16 [16]float32 // and a 4×4 tile's (gemm)
-	_   [64]byte    // 192 bytes in all: no line shared with the next worker
+	f   []float32          // per worker: a dequantized row, attention scores, a RoPE table
+	acc []float32          // per worker: an output accumulator
+	v4  [4]float32         // per worker: four rows' dot products (gemv)
+	v16 [16]float32        // and a 4×4 tile's (gemm)
+	sc  [headGroup]float32 // RMS scales of a group of rows (ropeKV, norm)
+	_   [32]byte           // 192 bytes in all: no line shared with the next worker
 }
 
 func grow(s []float32, n int) []float32 {
@@ -293,7 +302,10 @@ func (e *Exec) buf(i int) []byte {
 func (e *Exec) bound(i int) bool { return i < len(e.slots) && e.slots[i].buf != nil }
 
 // Run executes the command.
-func (e *Exec) Run() { e.impl.run(e) }
+func (e *Exec) Run() {
+	e.impl.run(e)
+	e.b.last = e
+}
 
 // Patch writes the command's patches for step s (device.Patch semantics:
 // Base + Stride·x into the parameter bytes at At, or into the offset of

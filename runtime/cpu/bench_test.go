@@ -162,3 +162,34 @@ func BenchmarkGEMMQ4_0X16(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAttentionPieces times one item of batched decode attention (two
+// query heads of a kv head, head size 128, n positions, the rows in
+// cache): the one-head pieces run for each head against the two-head ones.
+func BenchmarkAttentionPieces(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const hd = 128
+	for _, n := range []int{64, 512} {
+		k, v := make([]uint16, n*hd), make([]uint16, n*hd)
+		for i := range k {
+			k[i], v[i] = f2h(float32(r.NormFloat64())), f2h(float32(r.NormFloat64()))
+		}
+		q0, q1 := randFloats(r, hd, 1), randFloats(r, hd, 1)
+		s0, s1 := make([]float32, n), make([]float32, n)
+		acc0, acc1 := make([]float32, hd), make([]float32, hd)
+		b.Run(fmt.Sprintf("n=%d/each", n), func(b *testing.B) {
+			for range b.N {
+				scoresF16(k, q0, 0.1, s0)
+				scoresF16(k, q1, 0.1, s1)
+				accF16(acc0, s0, v)
+				accF16(acc1, s1, v)
+			}
+		})
+		b.Run(fmt.Sprintf("n=%d/pair", n), func(b *testing.B) {
+			for range b.N {
+				scoresF16x2(k, q0, q1, 0.1, s0, s1)
+				accF16x2(acc0, acc1, s0, s1, v)
+			}
+		})
+	}
+}

@@ -21,8 +21,12 @@
 //	q4x16_amd64.s    AVX-512 VNNI kernel of the q4_0x16 layout (x16.go:
 //	                 the _x16 GEMV and GEMM; bits of its Go twin)
 //	ktile_amd64.s    the Q4_K and Q6_K tiles;  ftile_amd64.s: F32/F16/BF16
-//	quant_amd64.s, quant8k_amd64.s  activation quantization (Q8_0/1, Q8_K)
-//	attn_amd64.s, expf_amd64.s      attention pieces, expf (≤ 2 ulp), SiLU
+//	quant_amd64.s, quant8k_amd64.s  activation quantization (Q8_0/1, Q8_K),
+//	                 the x16 records
+//	attn_amd64.s, expf_amd64.s      attention pieces (AVX2; AVX-512 for two
+//	                 heads of a kv head, float32 rounding), expf (≤ 2 ulp), SiLU
+//	vec_amd64.s      row pieces (vec.go): f32→f16 rows, RMS scales of eight
+//	                 rows at once, RoPE rotations, residual add, argmax
 //
 // docs/adr/0008-cpu-backend.md says why it is built this way.
 package cpu

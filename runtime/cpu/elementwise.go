@@ -82,6 +82,13 @@ func (el *elementwise) do(w, i0, i1 int) {
 				continue
 			}
 		}
+		orow := r * int(p.OutStride)
+		if el.op == kernels.OpBiasAdd {
+			orow = r * int(p.AStride)
+		}
+		if el.direct(ab, bb, ob, src, r, orow) {
+			continue
+		}
 		el.in.load(x, ab, src*int(p.AStride), n)
 		switch el.op {
 		case kernels.OpBiasAdd:
@@ -123,10 +130,40 @@ func (el *elementwise) do(w, i0, i1 int) {
 				x[i] = gelu(x[i])
 			}
 		}
-		orow := r * int(p.OutStride)
-		if el.op == kernels.OpBiasAdd {
-			orow = r * int(p.AStride)
-		}
 		el.out.store(ob, orow, x)
 	}
+}
+
+// direct computes row r without the widened copies where the dtypes allow:
+// a copy (or gather) between buffers of one dtype moves the bytes (an F16
+// NaN keeps its payload, which the round trip through float32 replaced
+// with the sign and 0x7e00), and an F32 silu_gate copies x to the output and gates it there,
+// unless the output row overlaps up's. It reports whether it did.
+func (el *elementwise) direct(ab, bb, ob []byte, src, r, orow int) bool {
+	p := &el.p
+	n := int(p.NCols)
+	switch {
+	case (el.op == kernels.OpCopy || el.op == kernels.OpGatherRows) && el.in == el.out:
+		sz := el.in.size()
+		copy(ob[orow*sz:(orow+n)*sz], ab[src*int(p.AStride)*sz:][:n*sz])
+		return true
+	case el.op == kernels.OpSiLUGate && el.in == actF32 && el.out == actF32:
+		dst, y := f32s(ob)[orow:orow+n], f32s(bb)[r*int(p.BStride):][:n]
+		if overlap(dst, y) {
+			return false
+		}
+		copy(dst, f32s(ab)[src*int(p.AStride):][:n])
+		siluMul(dst, y)
+		return true
+	}
+	return false
+}
+
+// overlap reports whether a and b share memory.
+func overlap(a, b []float32) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(4*len(b)) && b0 < a0+uintptr(4*len(a))
 }

@@ -206,6 +206,10 @@ type gemm struct {
 	x16  bool
 	maxM int
 	in   gemmIn
+	// prev is the program's command before this one when it is a GEMM of
+	// the same weight type and activation (Bind links them): a GEMM that
+	// runs right after it on the same rows of X finds them prepared.
+	prev *Exec
 
 	e  *Exec
 	w  []byte
@@ -265,15 +269,61 @@ func (g *gemm) run(e *Exec) {
 	}
 	// X's rows are widened and quantized (or rounded) across the pool
 	// first: serial, they kept the workers spinning for an eighth of a
-	// prefill.
-	g.in.g = g
-	e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
+	// prefill. The projections that share an input (q, k and v; gate and
+	// up) run one after another, and the ones after the first find them
+	// done.
+	if !g.prepared() {
+		g.in.g = g
+		e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
+	}
 	if g.x16 {
 		ng := n / x16Rows
 		e.b.pool.run(g, ng, e.b.pool.split(ng, 1), x16Rows*g.rb*max(m, 1))
 		return
 	}
 	e.b.pool.run(g, n, (e.b.pool.split(n, 1)+3)&^3, g.rb*max(m, 1))
+}
+
+// prepared reports that the scratch holds this run's X prepared: the
+// command that ran last on the backend is g.prev, which prepared the same
+// rows of the same bytes (the same buffer and offset, M, K and row
+// stride) and did not write them. Between the two nothing ran and the
+// host wrote nothing (Write and Copy forget the last command).
+func (g *gemm) prepared() bool {
+	if g.prev == nil || g.e.b.last != g.prev {
+		return false
+	}
+	pg := g.prev.impl.(*gemm)
+	x, px := g.e.buf(1), pg.e.buf(1)
+	m, k, lda := int(g.p.M), int(g.p.K), int(g.p.LDA)
+	if m == 0 || pg.p.M != g.p.M || pg.p.K != g.p.K || pg.p.LDA != g.p.LDA || len(x) == 0 || len(px) == 0 || &x[0] != &px[0] {
+		return false
+	}
+	sz := g.act.size()
+	xEnd := ((m-1)*lda + k) * sz
+	yEnd := ((m-1)*int(pg.p.LDC) + int(pg.p.N)) * sz
+	return len(pg.yb) == 0 || !overlapBytes(x[:min(xEnd, len(x))], pg.yb[:min(yEnd, len(pg.yb))])
+}
+
+// overlapBytes reports whether a and b share memory.
+func overlapBytes(a, b []byte) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b)) && b0 < a0+uintptr(len(a))
+}
+
+// linkGEMMs links each GEMM of a program to the GEMM before it when their
+// inputs are prepared alike (gemm.prev).
+func linkGEMMs(execs []*Exec) {
+	for i := 1; i < len(execs); i++ {
+		g, ok := execs[i].impl.(*gemm)
+		pg, pok := execs[i-1].impl.(*gemm)
+		if ok && pok && g.wt == pg.wt && g.act == pg.act && g.x16 == pg.x16 {
+			g.prev = execs[i-1]
+		}
+	}
 }
 
 // gemmIn prepares rows [i0, i1) of the GEMM's X: widened to float32, then
@@ -286,7 +336,11 @@ func (t *gemmIn) do(_, i0, i1 int) {
 	xb := g.e.buf(1)
 	for i := i0; i < i1; i++ {
 		x := g.x[i*k : i*k+k]
-		g.act.load(x, xb, i*lda, k)
+		if g.q != nil && g.act == actF32 {
+			x = f32s(xb)[i*lda : i*lda+k] // quantized as it is: no widened copy
+		} else {
+			g.act.load(x, xb, i*lda, k)
+		}
 		if g.q != nil {
 			g.q.quantizeRow(g.wt.aq, x, i, k)
 			if g.x16 {

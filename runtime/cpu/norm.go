@@ -8,8 +8,10 @@ import (
 )
 
 // norm is rmsnorm, residual_rmsnorm, layernorm, residual_layernorm and
-// head_rmsnorm. Sums are float64, as ggml's are; the pool splits rows when
-// a prefill batch makes them worth it. The residual forms store
+// head_rmsnorm. Sums are float64, as ggml's are, each row's added in
+// element order; RMS is x / sqrt(mean(x²) + eps) · weight, rounded after
+// each product (rmsScale, scaleMul). The pool splits rows when a prefill
+// batch makes them worth it. The residual forms store
 // residual + x first and normalize the stored value, so the fused kernel
 // equals add followed by the norm also in F16.
 type norm struct {
@@ -40,9 +42,14 @@ func bindNorm(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 }
 
 func (n *norm) prepare(e *Exec) error {
-	e.b.scratch.needWorker(int(n.p.Dim), 0)
+	e.b.scratch.needWorker(normGroup*int(n.p.Dim), 0)
 	return nil
 }
+
+// normGroup is how many rows the RMS form normalizes at once: the rows
+// whose sums of squares rmsScales adds side by side. A chunk of the pool
+// is at least that many rows, so a decode batch of eight runs inline.
+const normGroup = headGroup
 
 func (n *norm) run(e *Exec) {
 	n.e = e
@@ -52,69 +59,93 @@ func (n *norm) run(e *Exec) {
 		items *= heads
 	}
 	dim := int(n.p.Dim)
-	e.b.pool.run(n, items, e.b.pool.split(items, 1), dim*n.act.size()*2)
+	grain := e.b.pool.split(items, 1)
+	if !n.layer {
+		grain = e.b.pool.split(items, normGroup)
+	}
+	e.b.pool.run(n, items, grain, dim*n.act.size()*2)
+}
+
+// offset is the first element of item it: a row, or a head of a row.
+func (n *norm) offset(it int) int {
+	if n.head {
+		heads := max(int(n.p.NHeads), 1)
+		return it/heads*int(n.p.Stride) + it%heads*int(n.p.Dim)
+	}
+	return it * int(n.p.Stride)
+}
+
+// load widens item it into f; the residual forms add the residual, store
+// the sum into it and go on with what was stored.
+func (n *norm) load(f []float32, off int) {
+	e := n.e
+	n.act.load(f, e.buf(n.sx), off, len(f))
+	if !n.residual {
+		return
+	}
+	rb := e.buf(n.sres)
+	if n.act == actF32 {
+		addRow(f, f32s(rb)[off:off+len(f)])
+	} else {
+		for i := range f {
+			f[i] += n.act.get(rb, off+i)
+		}
+	}
+	n.act.store(rb, off, f)
+	if n.act == actF16 {
+		n.act.load(f, rb, off, len(f)) // normalize what was stored
+	}
 }
 
 func (n *norm) do(w, i0, i1 int) {
 	e := n.e
-	dim, stride := int(n.p.Dim), int(n.p.Stride)
-	heads := max(int(n.p.NHeads), 1)
-	f := e.b.scratch.workers[w].f[:dim]
-	xb, ob := e.buf(n.sx), e.buf(n.sout)
+	dim := int(n.p.Dim)
+	ws := &e.b.scratch.workers[w]
+	ob := e.buf(n.sout)
 	weight := f32s(e.buf(n.sw))[:dim]
+	if !n.layer {
+		// RMS: up to normGroup rows loaded, their scales computed side by
+		// side (each row's squares added in element order), then applied.
+		for g := i0; g < i1; g += normGroup {
+			rows := min(normGroup, i1-g)
+			f := ws.f[:rows*dim]
+			for j := range rows {
+				n.load(f[j*dim:j*dim+dim], n.offset(g+j))
+			}
+			sc := ws.sc[:rows]
+			rmsScales(sc, f, dim, dim, n.p.Eps)
+			for j, s := range sc {
+				fj := f[j*dim : j*dim+dim]
+				scaleMul(fj, fj, weight, s)
+				n.act.store(ob, n.offset(g+j), fj)
+			}
+		}
+		return
+	}
+	f := ws.f[:dim]
 	for it := i0; it < i1; it++ {
-		off := it * stride
-		if n.head {
-			off = it/heads*stride + it%heads*dim
-		}
-		n.act.load(f, xb, off, dim)
-		if n.residual {
-			rb := e.buf(n.sres)
-			for i := range f {
-				f[i] += n.act.get(rb, off+i)
-			}
-			n.act.store(rb, off, f)
-			if n.act == actF16 {
-				n.act.load(f, rb, off, dim) // normalize what was stored
-			}
-		}
+		off := n.offset(it)
+		n.load(f, off)
 		eps := float64(n.p.Eps)
-		if n.layer {
-			var sum float64
-			for _, v := range f {
-				sum += float64(v)
+		var sum float64
+		for _, v := range f {
+			sum += float64(v)
+		}
+		mean := float32(sum / float64(dim))
+		var ss float64
+		for i, v := range f {
+			f[i] = v - mean
+			ss += float64(f[i]) * float64(f[i])
+		}
+		scale := float32(1 / math.Sqrt(ss/float64(dim)+eps))
+		for i := range f {
+			f[i] = f[i] * scale * weight[i]
+		}
+		if n.bias {
+			for i, b := range f32s(e.buf(n.sb))[:dim] {
+				f[i] += b
 			}
-			mean := float32(sum / float64(dim))
-			var ss float64
-			for i, v := range f {
-				f[i] = v - mean
-				ss += float64(f[i]) * float64(f[i])
-			}
-			scale := float32(1 / math.Sqrt(ss/float64(dim)+eps))
-			for i := range f {
-				f[i] = f[i] * scale * weight[i]
-			}
-			if n.bias {
-				for i, b := range f32s(e.buf(n.sb))[:dim] {
-					f[i] += b
-				}
-			}
-		} else {
-			rmsnorm(f, f, weight, n.p.Eps)
 		}
 		n.act.store(ob, off, f)
-	}
-}
-
-// rmsnorm writes x / sqrt(mean(x²) + eps) · weight into dst (which may be
-// x), the sum of squares in float64 as ggml's rms_norm.
-func rmsnorm(dst, x, weight []float32, eps float32) {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	scale := float32(1 / math.Sqrt(ss/float64(len(x))+float64(eps)))
-	for i, v := range x {
-		dst[i] = v * scale * weight[i]
 	}
 }

@@ -10,10 +10,25 @@ import "unsafe"
 //go:noescape
 func quantizeQ8_0AVX2(x, qs, d, s unsafe.Pointer, nb int) int
 
+// packRecsAVX2 (quant_amd64.s) is packRecsGo on nb blocks.
+//
+//go:noescape
+func packRecsAVX2(a unsafe.Pointer, step int, qs, d unsafe.Pointer, nb int)
+
 func init() {
 	if haveAVX2 {
 		quantizeQ8_0 = quantizeQ8_0Asm
+		packRecs = packRecsAsm
 	}
+}
+
+func packRecsAsm(a []byte, step int, qs []int8, d []float32) {
+	nb := len(d)
+	if nb == 0 {
+		return
+	}
+	_, _ = a[(nb-1)*step+x16Rec-1], qs[nb*qk-1]
+	packRecsAVX2(unsafe.Pointer(&a[0]), step, unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), nb)
 }
 
 // quantizeQ8_0Asm is quantizeQ8_0Go, bit for bit: the finite blocks in

@@ -49,10 +49,12 @@ func newRopeCfg(ropeDim int, base, freqScale, attnFactor, extFactor, betaFast, b
 	return c
 }
 
-// cache fills cs with (cos, sin) of each pair at position pos:
-// cs[2i], cs[2i+1].
-func (c *ropeCfg) cache(cs []float32, pos int) {
+// cache fills cs (dims floats) with (cos, sin) of each pair i at position
+// pos: interleaved, cs[2i] and cs[2i+1], or split (the NeoX layout, whose
+// rotation reads the two halves as vectors), cs[i] and cs[dims/2+i].
+func (c *ropeCfg) cache(cs []float32, pos int, split bool) {
 	theta := float32(pos)
+	h := c.dims / 2
 	for i0 := 0; i0 < c.dims; i0 += 2 {
 		ff := float32(1)
 		if c.factors != nil {
@@ -69,30 +71,24 @@ func (c *ropeCfg) cache(cs []float32, pos int) {
 			mscale *= 1 + 0.1*float32(math.Log(float64(1/c.freqScale)))
 		}
 		s, co := math.Sincos(float64(t))
-		cs[i0] = float32(co) * mscale
-		cs[i0+1] = float32(s) * mscale
+		if split {
+			cs[i0/2], cs[h+i0/2] = float32(co)*mscale, float32(s)*mscale
+		} else {
+			cs[i0], cs[i0+1] = float32(co)*mscale, float32(s)*mscale
+		}
 		theta *= c.thetaScale
 	}
 }
 
-// rotate turns the first dims elements of x (one head) by cs, in place.
-func rotate(x, cs []float32, dims int, neox bool) {
+// rotate turns the first len(cs) elements of x (one head) by cs, in place:
+// NeoX pairs (i, i + len(cs)/2) with the split table, else pairs (2i,
+// 2i+1) with the interleaved one.
+func rotate(x, cs []float32, neox bool) {
 	if neox {
-		h := dims / 2
-		for i := range h {
-			c, s := cs[2*i], cs[2*i+1]
-			x0, x1 := x[i], x[i+h]
-			x[i] = x0*c - x1*s
-			x[i+h] = x0*s + x1*c
-		}
+		rotateNeoX(x, cs)
 		return
 	}
-	for i := 0; i < dims; i += 2 {
-		c, s := cs[i], cs[i+1]
-		x0, x1 := x[i], x[i+1]
-		x[i] = x0*c - x1*s
-		x[i+1] = x0*s + x1*c
-	}
+	rotatePairs(x, cs)
 }
 
 // rope is rope_* and rope_neox_*: each head of each row of x, in place.
@@ -139,11 +135,11 @@ func (r *rope) do(w, i0, i1 int) {
 		if r.rows {
 			pos = int(u32s(r.e.buf(2))[t])
 		}
-		r.cfg.cache(cs, pos)
+		r.cfg.cache(cs, pos, r.neox)
 		for hh := range int(p.NHeads) {
 			off := t*int(p.Stride) + hh*hd
 			r.act.load(h[:rd], x, off, rd)
-			rotate(h, cs, rd, r.neox)
+			rotate(h, cs, r.neox)
 			r.act.store(x, off, h[:rd])
 		}
 	}
@@ -189,69 +185,183 @@ func (r *ropeKV) prepare(e *Exec) error {
 	if r.factor {
 		r.cfg.factors = f32s(e.buf(r.sf))[:p.RopeDim/2]
 	}
-	e.b.scratch.needWorker(int(p.RopeDim)+int(max(p.HeadDim, p.HeadDimV)), 0)
+	e.b.scratch.needWorker(headGroup*int(p.HeadDim), 0)
+	e.b.scratch.rope.need(int(p.NTokens), int(p.RopeDim))
 	return nil
 }
 
 func (r *ropeKV) run(e *Exec) {
 	r.e = e
 	p := &r.p
+	e.b.scratch.rope.use(&r.cfg, r.neox)
 	e.b.pool.run(r, int(p.NTokens), 1, int((p.NHeads+2*p.NKVHeads)*p.HeadDim)*r.act.size()*4)
 }
 
+// ropeTab holds the (cos, sin) tables of a step's tokens, one per token of
+// the batch: every layer's ropeKV command in a step turns its tokens by the
+// same angles (one configuration, the same positions), so the first layer
+// computes them (64 float64 sincos a token for head_dim 128: a fifth of
+// the command) and the others read them. A token's table is valid while
+// the configuration and the layout are the ones it was computed for and
+// its position is the one recorded.
+type ropeTab struct {
+	cfg   ropeCfg
+	split bool
+	pos   []int     // per token: the position of its table; −1 none
+	cs    []float32 // per token: rope_dim floats
+	dims  int
+}
+
+func (t *ropeTab) need(tokens, dims int) {
+	if len(t.pos) < tokens || t.dims < dims {
+		n := max(tokens, len(t.pos))
+		t.dims = max(dims, t.dims)
+		t.pos = make([]int, n)
+		t.cs = make([]float32, n*t.dims)
+		for i := range t.pos {
+			t.pos[i] = -1
+		}
+	}
+}
+
+// use makes the tables c's, with the layout split or not: when they were
+// another configuration's, none is valid. It runs before the pool's
+// workers read the tables, one command at a time.
+func (t *ropeTab) use(c *ropeCfg, split bool) {
+	if t.split == split && t.cfg.same(c) {
+		return
+	}
+	t.cfg, t.split = *c, split
+	for i := range t.pos {
+		t.pos[i] = -1
+	}
+}
+
+// table is token i's table at position pos, computed if it is not there.
+// Each token of a command belongs to one worker.
+func (t *ropeTab) table(i, pos int) []float32 {
+	cs := t.cs[i*t.dims : i*t.dims+t.cfg.dims]
+	if t.pos[i] != pos {
+		t.cfg.cache(cs, pos, t.split)
+		t.pos[i] = pos
+	}
+	return cs
+}
+
+// same reports that c and d give the same tables (the factors are a
+// weight: the same buffer holds the same values).
+func (c *ropeCfg) same(d *ropeCfg) bool {
+	sameF := len(c.factors) == len(d.factors) && (len(c.factors) == 0 || &c.factors[0] == &d.factors[0])
+	return sameF && c.dims == d.dims && c.base == d.base && c.freqScale == d.freqScale && c.attnFactor == d.attnFactor &&
+		c.extFact == d.extFact && c.corr0 == d.corr0 && c.corr1 == d.corr1 && c.thetaScale == d.thetaScale
+}
+
+// headGroup is how many heads ropeKV prepares at once: the rows that
+// rmsScales sums side by side.
+const headGroup = 8
+
 func (r *ropeKV) do(w, i0, i1 int) {
+	// The cache rows the tokens write are cold (the last step streamed
+	// every weight through the caches): ask for all of them first, so
+	// that their misses overlap (a batch of eight: ~33 → ~27 µs a layer).
+	p := &r.p
+	kc, vc := u16s(r.e.buf(r.skc)), u16s(r.e.buf(r.svc))
+	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
+	for t := i0; t < i1; t++ {
+		if pos, kslot, vslot, ok := r.slot(t); ok {
+			for hh := range int(p.NKVHeads) {
+				prefetchL2(kc[kslot+(hh*mc+pos)*hd:][:hd])
+				prefetchL2(vc[vslot+(hh*mc+pos)*hdv:][:hdv])
+			}
+		}
+	}
+	ws := &r.e.b.scratch.workers[w]
+	for t := i0; t < i1; t++ {
+		if pos, kslot, vslot, ok := r.slot(t); ok {
+			r.token(ws, t, pos, kslot, vslot)
+		}
+	}
+}
+
+// slot is token t's position and the first K and V cache elements of its
+// sequence slot; not ok when they lie outside the cache.
+func (r *ropeKV) slot(t int) (pos, kslot, vslot int, ok bool) {
 	p, e := &r.p, r.e
-	hd, hdv, rd := int(p.HeadDim), int(p.HeadDimV), int(p.RopeDim)
-	ws := e.b.scratch.workers[w].f
-	cs, h := ws[:rd], ws[rd:rd+max(hd, hdv)]
+	nkv, mc := int(p.NKVHeads), int(p.MaxCtx)
+	pos, seq := int(p.Position)+t, 0
+	if r.rows {
+		pos, seq = int(u32s(e.buf(r.spos))[t]), int(u32s(e.buf(r.sseq))[t])
+	}
+	kslot, vslot = seq*nkv*mc*int(p.HeadDim), seq*nkv*mc*int(p.HeadDimV)
+	ok = pos < mc && kslot+nkv*mc*int(p.HeadDim) <= len(e.buf(r.skc))/2 && vslot+nkv*mc*int(p.HeadDimV) <= len(e.buf(r.svc))/2
+	return pos, kslot, vslot, ok
+}
+
+// token computes token t at position pos: its q heads into q_out, its k
+// and v heads into the cache at slots kslot, vslot.
+func (r *ropeKV) token(ws *workerScratch, t, pos, kslot, vslot int) {
+	p, e := &r.p, r.e
+	hd, hdv := int(p.HeadDim), int(p.HeadDimV)
+	h := ws.f[:headGroup*hd]
 	q, k, v, qo := e.buf(r.sq), e.buf(r.sk), e.buf(r.sv), e.buf(r.sqo)
 	kc, vc := u16s(e.buf(r.skc)), u16s(e.buf(r.svc))
 	var qn, kn []float32
 	if r.norm {
 		qn, kn = f32s(e.buf(r.sqn))[:hd], f32s(e.buf(r.skn))[:hd]
 	}
-	nkv, mc := int(p.NKVHeads), int(p.MaxCtx)
-	for t := i0; t < i1; t++ {
-		pos, seq := int(p.Position)+t, 0
-		if r.rows {
-			pos, seq = int(u32s(e.buf(r.spos))[t]), int(u32s(e.buf(r.sseq))[t])
-		}
-		kslot, vslot := seq*nkv*mc*hd, seq*nkv*mc*hdv
-		if pos >= mc || kslot+nkv*mc*hd > len(kc) || vslot+nkv*mc*hdv > len(vc) {
-			continue
-		}
-		r.cfg.cache(cs, pos)
-		for hh := range int(p.NHeads) {
-			off := t*int(p.QStride) + hh*hd
-			x := h[:hd]
-			r.act.load(x, q, off, hd)
-			if r.norm {
-				rmsnorm(x, x, qn, p.Eps)
-			}
-			rotate(x, cs, rd, r.neox)
+	nh, nkv, mc := int(p.NHeads), int(p.NKVHeads), int(p.MaxCtx)
+	cs := e.b.scratch.rope.table(t, pos)
+	for h0 := 0; h0 < nh; h0 += headGroup {
+		n := min(headGroup, nh-h0)
+		off := t*int(p.QStride) + h0*hd
+		if r.act == actF32 { // straight into q_out (which may be q)
+			r.heads(ws, f32s(qo)[off:off+n*hd], q, off, n, qn, cs)
+		} else {
+			x := h[:n*hd]
+			r.heads(ws, x, q, off, n, qn, cs)
 			r.act.store(qo, off, x)
 		}
-		for hh := range int(p.NKVHeads) {
-			off := t*int(p.KVStride) + hh*hd
-			x := h[:hd]
-			r.act.load(x, k, off, hd)
-			if r.norm {
-				rmsnorm(x, x, kn, p.Eps)
-			}
-			rotate(x, cs, rd, r.neox)
-			dst := kc[kslot+(hh*mc+pos)*hd:][:hd]
-			for i, f := range x {
-				dst[i] = f2h(f)
-			}
+	}
+	for h0 := 0; h0 < nkv; h0 += headGroup {
+		n := min(headGroup, nkv-h0)
+		x := h[:n*hd]
+		r.heads(ws, x, k, t*int(p.KVStride)+h0*hd, n, kn, cs)
+		for i := range n {
+			hh := h0 + i
+			f2hRow(kc[kslot+(hh*mc+pos)*hd:][:hd], x[i*hd:i*hd+hd])
 			offv := t*int(p.KVStride) + hh*hdv
 			dv := vc[vslot+(hh*mc+pos)*hdv:][:hdv]
 			if r.act == actF16 {
 				copy(dv, u16s(v)[offv:offv+hdv])
 			} else {
-				for i, f := range f32s(v)[offv : offv+hdv] {
-					dv[i] = f2h(f)
-				}
+				f2hRow(dv, f32s(v)[offv:offv+hdv])
 			}
 		}
+	}
+}
+
+// heads writes into x n ≤ headGroup heads of src (head_dim elements each,
+// one after another from element off): RMS-normed by weight when the
+// kernel norms (their sums of squares side by side, each head's in its own
+// order), then rotated by cs. x may be src's own elements.
+func (r *ropeKV) heads(ws *workerScratch, x []float32, src []byte, off, n int, weight, cs []float32) {
+	hd := int(r.p.HeadDim)
+	in := x
+	if r.act == actF32 {
+		in = f32s(src)[off : off+n*hd]
+	} else {
+		r.act.load(x, src, off, n*hd)
+	}
+	if r.norm {
+		sc := ws.sc[:n]
+		rmsScales(sc, in, hd, hd, r.p.Eps)
+		for i, s := range sc {
+			scaleMul(x[i*hd:i*hd+hd], in[i*hd:i*hd+hd], weight, s)
+		}
+	} else if len(in) > 0 && &in[0] != &x[0] {
+		copy(x, in)
+	}
+	for i := range n {
+		rotate(x[i*hd:], cs, r.neox)
 	}
 }

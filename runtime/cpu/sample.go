@@ -10,10 +10,12 @@ import (
 
 // argmax is argmax_*: for each of n_rows rows of n logits (0 rows: one),
 // ids[out_slot + r] = the index of the row's largest logit, the lowest
-// index among equals; NaNs never win.
+// index among equals; NaNs never win. The pool splits rows (a batch's
+// rows are a vocabulary each).
 type argmax struct {
 	p   kernels.ArgmaxParams
 	act act
+	e   *Exec
 }
 
 func bindArgmax(k *kernels.Kernel, _ constants) (impl, unsafe.Pointer) {
@@ -22,18 +24,21 @@ func bindArgmax(k *kernels.Kernel, _ constants) (impl, unsafe.Pointer) {
 }
 
 func (a *argmax) run(e *Exec) {
+	a.e = e
+	rows := max(int(a.p.NRows), 1)
+	e.b.pool.run(a, rows, 1, int(a.p.N)*a.act.size())
+}
+
+func (a *argmax) do(_, i0, i1 int) {
 	n := int(a.p.N)
-	ids := u32s(e.buf(1))
-	for r := range max(int(a.p.NRows), 1) {
-		best, bv := 0, float32(math.Inf(-1))
+	ids := u32s(a.e.buf(1))
+	for r := i0; r < i1; r++ {
+		best := 0
 		if a.act == actF32 {
-			for i, v := range f32s(e.buf(0))[r*n : r*n+n] {
-				if v > bv {
-					best, bv = i, v
-				}
-			}
+			best = argmaxF32(f32s(a.e.buf(0))[r*n : r*n+n])
 		} else {
-			for i, h := range u16s(e.buf(0))[r*n : r*n+n] {
+			bv := float32(math.Inf(-1))
+			for i, h := range u16s(a.e.buf(0))[r*n : r*n+n] {
 				if v := f16tab[h]; v > bv {
 					best, bv = i, v
 				}

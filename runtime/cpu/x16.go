@@ -106,8 +106,17 @@ func packX16(a []byte, q *q8act, i, m, k int) {
 	mc := min(x16MaxM, m-c)
 	base := c*nb*x16Rec + (i-c)*x16Rec
 	qs, d, _ := q.row(aqQ8_0, i, k)
-	for b := range nb {
-		rec := a[base+b*mc*x16Rec : base+b*mc*x16Rec+x16Rec]
+	packRecs(a[base:], mc*x16Rec, qs, d[:nb])
+}
+
+// packRecs writes one row's records, record b at a[b·step:]: the quants
+// of block b, d[b], −8·Σ of the quants. packRecsGo unless an AVX2 twin,
+// bit-identical (integer sums), replaced it at init (quant_amd64.go).
+var packRecs = packRecsGo
+
+func packRecsGo(a []byte, step int, qs []int8, d []float32) {
+	for b := range d {
+		rec := a[b*step : b*step+x16Rec]
 		blk := qs[b*qk : b*qk+qk]
 		copy(rec[:qk], unsafe.Slice((*byte)(unsafe.Pointer(&blk[0])), qk))
 		binary.LittleEndian.PutUint32(rec[32:], math.Float32bits(d[b]))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -346,5 +347,116 @@ func TestSum32(t *testing.T) {
 		if got := sum32(b); got != want {
 			t.Fatalf("sum32(%v) = %d, want %d", b, got, want)
 		}
+	}
+}
+
+// packRecs (an AVX2 twin where the CPU has it) writes the records
+// packRecsGo does, byte for byte, over every quant byte (−128 too, which
+// Q8_0 never makes) and the extremes of the sum, at a record step that
+// leaves gaps it must not write.
+func TestPackRecsMatchesPortable(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 11))
+	for _, nb := range []int{1, 2, 3, 32, 96} {
+		qs, d := make([]int8, nb*qk), make([]float32, nb)
+		for i := range qs {
+			switch {
+			case i < qk:
+				qs[i] = -128
+			case i < 2*qk:
+				qs[i] = 127
+			default:
+				qs[i] = int8(r.Uint32())
+			}
+		}
+		for b := range d {
+			d[b] = float32(r.NormFloat64())
+		}
+		step := 3 * x16Rec
+		got, want := make([]byte, nb*step), make([]byte, nb*step)
+		for i := range got {
+			got[i], want[i] = 0xa5, 0xa5
+		}
+		packRecs(got, step, qs, d)
+		packRecsGo(want, step, qs, d)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("nb %d: byte %d (record %d, offset %d) = %#x, portable %#x", nb, i, i/step, i%step, got[i], want[i])
+			}
+		}
+	}
+}
+
+// GEMMs that run one after another on the same rows of X (q, k and v; gate
+// and up) share the first one's prepared X; each gives what it gives run
+// alone, also when the reuse must not happen: another command ran in
+// between, the host wrote, the first one's output overwrote X, or M
+// differs.
+func TestGEMMsShareAPreparedInput(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 6))
+	const n, k, lda = 32, 256, 264
+	const name = "simd_gemm_small_q4_0_x16_f32"
+	w1, w2 := newX16Case(t, r, n, k, 1).w, newX16Case(t, r, n, k, 1).w
+	alone := func(w, x []byte, m int) []float32 {
+		h := newHarness(t, 2)
+		y := Alloc(4 * m * n)
+		h.bind(name, kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: lda, LDC: n}, nil, binds{"w": w, "x": x, "y": y}).Run()
+		return append([]float32(nil), f32s(y)...)
+	}
+	for _, c := range []struct {
+		name  string
+		reuse bool
+		m2    int
+		// between runs something between the two GEMMs: "" nothing,
+		// "cmd" another command, "write" a host write of X, "alias" the
+		// first GEMM writes into X.
+		between string
+	}{
+		{"the second reuses the first's X", true, 5, ""},
+		{"another command in between", false, 5, "cmd"},
+		{"a host write in between", false, 5, "write"},
+		{"the first overwrites X", false, 5, "alias"},
+		{"another M", false, 3, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, 2)
+			const m = 5
+			x := f32bytes(randFloats(r, m*lda, 1))
+			y1, y2 := Alloc(4*m*n), Alloc(4*m*n)
+			if c.between == "alias" { // Y1 is X's second row on
+				y1 = x[4*lda:]
+			}
+			a := h.bind(name, kernels.GEMMParams{M: m, N: n, K: k, LDA: lda, LDC: n}, nil, binds{"w": w1, "x": x, "y": y1})
+			b := h.bind(name, kernels.GEMMParams{M: uint32(c.m2), N: n, K: k, LDA: lda, LDC: n}, nil, binds{"w": w2, "x": x, "y": y2})
+			other := h.bind("rmsnorm_f32", kernels.NormParams{Dim: 8, NRows: 1, NHeads: 1, Stride: 8, Eps: 1e-6}, nil,
+				binds{"x": Alloc(32), "weight": f32bytes(randFloats(r, 8, 1)), "out": Alloc(32)})
+			linkGEMMs([]*Exec{a, b})
+			a.Run()
+			switch c.between {
+			case "cmd":
+				other.Run()
+			case "write":
+				copy(x, f32bytes(randFloats(r, k, 1))) // a new first row
+				xb := h.dev[len(h.dev)-1]
+				for i, d := range h.bufs {
+					if &d[0] == &x[0] {
+						xb = h.dev[i]
+						break
+					}
+				}
+				if err := h.b.Write(xb, 0, x[:4*k]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			gb := b.impl.(*gemm)
+			gb.e = b
+			if got := gb.prepared(); got != c.reuse {
+				t.Fatalf("prepared = %v, want %v", got, c.reuse)
+			}
+			want := alone(w2, append([]byte(nil), x...), c.m2)
+			b.Run()
+			if got := f32s(y2)[:c.m2*n]; !slices.Equal(got, want[:c.m2*n]) {
+				t.Fatalf("second GEMM after the first differs from it alone")
+			}
+		})
 	}
 }
