@@ -69,7 +69,7 @@ func TestBatchedDecodeEqualsAlone(t *testing.T) {
 			b := m.NewBatcher()
 			var gens []*Gen
 			for _, p := range batchPrompts {
-				g, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(p, true, false), GenerateOptions{MaxTokens: n, IgnoreEOS: true})
+				g, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(p, true, false), GenerateOptions{MaxTokens: n, IgnoreEOS: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +98,7 @@ func TestBatcherAdmitsGenerationsAtAnyStep(t *testing.T) {
 	m := storiesModel(t)
 	knobs := Sampling{Temperature: 0.9, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 11}
 	b := m.NewBatcher()
-	first, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(batchPrompts[0], true, false), GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
+	first, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(batchPrompts[0], true, false), GenerateOptions{MaxTokens: 30, IgnoreEOS: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestBatcherAdmitsGenerationsAtAnyStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	late, err := b.Add(sess(t, m), m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Sampling: knobs})
+	late, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Sampling: knobs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestAfterABatchTheSessionContinues(t *testing.T) {
 	a, b := sess(t, m), sess(t, m)
 	bt := m.NewBatcher()
 	for i, s := range []*Session{a, b} {
-		if _, err := bt.Add(s, m.Tokenizer.Tokenize(batchPrompts[i], true, false), GenerateOptions{MaxTokens: 12, IgnoreEOS: true}); err != nil {
+		if _, err := bt.Add(bg, s, m.Tokenizer.Tokenize(batchPrompts[i], true, false), GenerateOptions{MaxTokens: 12, IgnoreEOS: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

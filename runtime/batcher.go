@@ -28,6 +28,7 @@ type Batcher struct {
 
 // Gen is one generation of a Batcher.
 type Gen struct {
+	ctx   context.Context
 	s     *Session
 	g     *generation
 	feed  []int32 // prompt tokens not fed yet
@@ -51,8 +52,11 @@ func (m *Model) NewBatcher() *Batcher { return &Batcher{m: m} }
 
 // Add starts a generation on session s (one the batcher does not run
 // already): input is fed after any pending token, as Session.Generate
-// would, from the next Step on.
-func (b *Batcher) Add(s *Session, input []int32, o GenerateOptions) (*Gen, error) {
+// would, from the next Step on. Cancelling ctx ends this generation alone
+// (StopCancelled) at the next Step: a client that went away frees its
+// session at once. A generation cancelled before its prompt was fed
+// leaves the session as it was.
+func (b *Batcher) Add(ctx context.Context, s *Session, input []int32, o GenerateOptions) (*Gen, error) {
 	m := b.m
 	if s.m != m {
 		return nil, fmt.Errorf("runtime: a session of another model")
@@ -67,7 +71,7 @@ func (b *Batcher) Add(s *Session, input []int32, o GenerateOptions) (*Gen, error
 		return nil, err
 	}
 	res := &Result{Prompt: feed}
-	g := &Gen{s: s, g: newGeneration(m, o, res, time.Now()), feed: feed, input: len(input)}
+	g := &Gen{ctx: ctx, s: s, g: newGeneration(m, o, res, time.Now()), feed: feed, input: len(input)}
 	s.hist = append(s.hist, input...)
 	b.gens = append(b.gens, g)
 	return g, nil
@@ -94,11 +98,17 @@ func (b *Batcher) Step(ctx context.Context) error {
 	m := b.m
 	if ctx.Err() != nil {
 		for _, g := range b.gens {
-			b.end(g, StopCancelled)
+			b.cancel(g)
 		}
 		b.gens = b.gens[:0]
 		return nil
 	}
+	for _, g := range b.gens {
+		if g.ctx.Err() != nil {
+			b.cancel(g)
+		}
+	}
+	b.gens = slices.DeleteFunc(b.gens, func(g *Gen) bool { return g.done })
 	b.b.Reset()
 	b.owner = b.owner[:0]
 	outs := 0
@@ -165,6 +175,18 @@ func (b *Batcher) Step(ctx context.Context) error {
 	}
 	b.gens = slices.DeleteFunc(b.gens, func(g *Gen) bool { return g.done })
 	return nil
+}
+
+// cancel ends a generation its context cancelled. One whose prompt was not
+// all fed takes its input back out of the session, as Session.Generate
+// does for a cancelled prompt.
+func (b *Batcher) cancel(g *Gen) {
+	if len(g.g.res.Tokens) == 0 {
+		s := g.s
+		s.hist = s.hist[:len(s.hist)-g.input]
+		s.m.Rewind(s.seq, len(s.hist))
+	}
+	b.end(g, StopCancelled)
 }
 
 // end stops a generation.

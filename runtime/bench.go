@@ -79,7 +79,7 @@ func (m *Model) BenchBatch(b, pp, tg, reps int) (*BatchBenchResult, error) {
 		for i, s := range ss {
 			s.Reset()
 			var err error
-			if gens[i], err = bt.Add(s, m.benchPrompt(pp, i), GenerateOptions{MaxTokens: tg + 1, IgnoreEOS: true}); err != nil {
+			if gens[i], err = bt.Add(ctx, s, m.benchPrompt(pp, i), GenerateOptions{MaxTokens: tg + 1, IgnoreEOS: true}); err != nil {
 				return nil, err
 			}
 		}

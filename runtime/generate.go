@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -49,6 +50,13 @@ type GenerateOptions struct {
 	// OnText, when set, is given the generated text as it comes, held back
 	// only where it could become a stop string; returning false stops.
 	OnText func(text string) bool
+	// LogProbs records, for every generated token, its log-probability and
+	// the TopLogProbs most likely tokens' (OpenAI's logprobs), in the
+	// distribution the token was chosen from: after the processors,
+	// before the temperature and the top-k/p cuts. It needs every step's
+	// logits on the host.
+	LogProbs    bool
+	TopLogProbs int
 	// Latency bounds, while a caller streams (OnToken or OnText), how long
 	// one chain of decode steps may take, so that tokens arrive steadily
 	// rather than a chain at a time: 0 means DefaultLatency.
@@ -57,6 +65,19 @@ type GenerateOptions struct {
 
 // streaming reports whether a caller sees tokens as they come.
 func (o *GenerateOptions) streaming() bool { return o.OnToken != nil || o.OnText != nil }
+
+// TokenLogProb is a token and its log-probability.
+type TokenLogProb struct {
+	ID      int32
+	LogProb float32
+}
+
+// StepLogProbs are a generated token's log-probability and the most
+// likely tokens' of its step (GenerateOptions.LogProbs).
+type StepLogProbs struct {
+	TokenLogProb
+	Top []TokenLogProb
+}
 
 // TokenLogit is one (id, logit) pair.
 type TokenLogit struct {
@@ -72,6 +93,7 @@ type Result struct {
 	// before a stop string.
 	Text      string
 	TopLogits [][]TokenLogit
+	LogProbs  []StepLogProbs
 	Stop      Stop
 	// StopString is the stop string that ended it (StopString).
 	StopString string
@@ -111,7 +133,7 @@ func newGeneration(m *Model, o GenerateOptions, res *Result, t0 time.Time) *gene
 	if smp.penalized() {
 		g.procs = append(append([]Processor(nil), g.procs...), &Penalties{Repeat: smp.RepeatPenalty, LastN: smp.RepeatLastN})
 	}
-	g.host = len(g.procs) > 0 || o.TopLogits > 0 || o.Logits != nil
+	g.host = len(g.procs) > 0 || o.TopLogits > 0 || o.Logits != nil || o.LogProbs
 	if !g.greedy || g.host {
 		g.smp = sampling.New(m.vocab)
 	}
@@ -143,7 +165,35 @@ func (g *generation) choose(logits []float32, pos int, hist []int32) int32 {
 	}
 	sp := g.sp
 	sp.Position = uint32(pos)
-	return g.smp.Draw(logits, sp)
+	tok := g.smp.Draw(logits, sp)
+	if g.o.LogProbs {
+		g.res.LogProbs = append(g.res.LogProbs, logProbs(logits, tok, g.o.TopLogProbs))
+	}
+	return tok
+}
+
+// logProbs is tok's log-probability under softmax(logits) and the top n
+// tokens' (best first), the normalizer summed in float64.
+func logProbs(logits []float32, tok int32, n int) StepLogProbs {
+	m := math.Inf(-1)
+	for _, l := range logits {
+		m = max(m, float64(l))
+	}
+	var z float64
+	for _, l := range logits {
+		if !math.IsInf(float64(l), -1) && l == l {
+			z += math.Exp(float64(l) - m)
+		}
+	}
+	lse := m + math.Log(z)
+	lp := func(l float32) float32 { return float32(float64(l) - lse) }
+	out := StepLogProbs{TokenLogProb: TokenLogProb{ID: tok, LogProb: lp(logits[tok])}}
+	if n > 0 {
+		for _, t := range topLogits(logits, n) {
+			out.Top = append(out.Top, TokenLogProb{ID: t.ID, LogProb: lp(t.Logit)})
+		}
+	}
+	return out
 }
 
 // accept records a generated token and says whether the generation ends.

@@ -243,3 +243,78 @@ func TestStreamingBoundsTheGapBetweenTokens(t *testing.T) {
 		t.Fatalf("without streaming a chain is the chunk: %d", got)
 	}
 }
+
+// Log-probabilities are those of the distribution the token came from:
+// the chosen token's, and the top ones', best first, which sum to at most
+// one and whose best is the greedy token.
+func TestLogProbs(t *testing.T) {
+	m := storiesModel(t)
+	p := m.Tokenizer.Tokenize("Once upon a time", true, false)
+	r := genNew(t, m, p, GenerateOptions{MaxTokens: 10, IgnoreEOS: true, LogProbs: true, TopLogProbs: 5})
+	if len(r.LogProbs) != len(r.Tokens) {
+		t.Fatalf("%d log-probabilities for %d tokens", len(r.LogProbs), len(r.Tokens))
+	}
+	for i, lp := range r.LogProbs {
+		if lp.ID != r.Tokens[i] || lp.LogProb > 0 || len(lp.Top) != 5 || lp.Top[0].ID != r.Tokens[i] || lp.Top[0].LogProb != lp.LogProb {
+			t.Fatalf("step %d: %+v, token %d", i, lp, r.Tokens[i])
+		}
+		var sum float64
+		for j, tl := range lp.Top {
+			sum += math.Exp(float64(tl.LogProb))
+			if j > 0 && tl.LogProb > lp.Top[j-1].LogProb {
+				t.Fatalf("step %d: top not in order: %+v", i, lp.Top)
+			}
+		}
+		if sum > 1+1e-5 {
+			t.Fatalf("step %d: the top five's probabilities sum to %g", i, sum)
+		}
+	}
+	// The same tokens as without them.
+	if plain := genNew(t, m, p, GenerateOptions{MaxTokens: 10, IgnoreEOS: true}); !slices.Equal(plain.Tokens, r.Tokens) {
+		t.Fatalf("with log-probabilities %v, without %v", r.Tokens, plain.Tokens)
+	}
+}
+
+// A Batcher's generation whose context is cancelled ends alone; one
+// cancelled before its prompt was fed leaves its session as it was.
+func TestBatcherCancelsOneGeneration(t *testing.T) {
+	m := storiesModel(t)
+	b := m.NewBatcher()
+	ctxA, cancelA := context.WithCancel(bg)
+	a, err := b.Add(ctxA, sess(t, m), m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 50, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize("The dog", true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := b.Step(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelA()
+	if err := b.Run(bg); err != nil {
+		t.Fatal(err)
+	}
+	if a.Result().Stop != StopCancelled || len(a.Result().Tokens) != 3 || keep.Result().Stop != StopLimit || len(keep.Result().Tokens) != 20 {
+		t.Fatalf("cancelled: %s after %d; kept: %s after %d", a.Result().Stop, len(a.Result().Tokens), keep.Result().Stop, len(keep.Result().Tokens))
+	}
+	s := sess(t, m)
+	ctx, cancel := context.WithCancel(bg)
+	g, err := b.Add(ctx, s, longPrompt(m, 900), GenerateOptions{MaxTokens: 5}) // two chunks of prompt
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Step(bg); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := b.Run(bg); err != nil {
+		t.Fatal(err)
+	}
+	if g.Result().Stop != StopCancelled || len(s.History()) != 0 || s.Pos() != 0 {
+		t.Fatalf("a prompt cancelled half fed: %s, history %d, pos %d", g.Result().Stop, len(s.History()), s.Pos())
+	}
+}

@@ -218,7 +218,7 @@ func TestBatchedParityWithLlamaCpp(t *testing.T) {
 			logits := make([][][]float32, len(batchPrompts))
 			for i, p := range batchPrompts {
 				ids := m.Tokenizer.Tokenize(p, true, false)
-				if gens[i], err = b.Add(sess(t, m), ids, GenerateOptions{MaxTokens: n, IgnoreEOS: true, Logits: stepLogits(&logits[i])}); err != nil {
+				if gens[i], err = b.Add(bg, sess(t, m), ids, GenerateOptions{MaxTokens: n, IgnoreEOS: true, Logits: stepLogits(&logits[i])}); err != nil {
 					t.Fatal(err)
 				}
 			}

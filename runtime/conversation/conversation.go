@@ -26,7 +26,7 @@ type Conversation struct {
 // New starts a conversation on session s (of model m) with template tmpl
 // and, when system is not empty, a system message.
 func New(m *runtime.Model, s *runtime.Session, tmpl *chat.Template, system string) *Conversation {
-	c := &Conversation{s: s, m: m, tmpl: tmpl, system: system, thinks: strings.Contains(tmpl.Source(), thinkOpen)}
+	c := &Conversation{s: s, m: m, tmpl: tmpl, system: system, thinks: Thinks(tmpl.Source())}
 	c.Reset()
 	return c
 }

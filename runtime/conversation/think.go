@@ -96,3 +96,37 @@ func (t *thinker) emit(s string, r, c *strings.Builder, atTag bool) {
 func opensThink(rendered string) bool {
 	return strings.LastIndex(rendered, thinkOpen) > strings.LastIndex(rendered, thinkClose)
 }
+
+// Splitter splits a streamed answer into reasoning and content, as a
+// Conversation does: for a server that renders each request's messages
+// itself.
+type Splitter struct{ t *thinker }
+
+// NewSplitter starts a split of the answer to the prompt rendered with
+// template source src; it splits only when the template knows <think>
+// (Thinks), otherwise everything is content.
+func NewSplitter(src, rendered string) *Splitter {
+	if !Thinks(src) {
+		return &Splitter{}
+	}
+	return &Splitter{t: newThinker(opensThink(rendered))}
+}
+
+// Thinks reports whether a chat template has reasoning (<think>).
+func Thinks(src string) bool { return strings.Contains(src, thinkOpen) }
+
+// Add takes the next piece of the answer and returns what it releases.
+func (s *Splitter) Add(piece string) (reasoning, content string) {
+	if s.t == nil {
+		return "", piece
+	}
+	return s.t.add(piece, false)
+}
+
+// Flush ends the answer: what was held back.
+func (s *Splitter) Flush() (reasoning, content string) {
+	if s.t == nil {
+		return "", ""
+	}
+	return s.t.add("", true)
+}
