@@ -68,23 +68,9 @@ func addLoadFlags(fs interface {
 
 // load loads plan on the chosen backend with seqs sequence slots.
 func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Model, error) {
-	var be runtime.Backend
-	switch *lf.backend {
-	case "auto":
-		var why string
-		be, why = runtime.DefaultBackend(*lf.threads)
-		if be.Name() != "cpu" || goruntime.GOOS == "darwin" {
-			fmt.Fprintf(ctx.Stderr, "akunu: backend %s\n", why)
-		}
-	case "cpu":
-		be = runtime.NewCPU(*lf.threads)
-	case "metal":
-		var err error
-		if be, err = runtime.NewMetal(metal.Options{}); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", cli.ErrUsage, *lf.backend)
+	be, err := lf.newBackend(ctx)
+	if err != nil {
+		return nil, err
 	}
 	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs,
 		Progress: func(stage string, done, total int64) {
@@ -98,6 +84,23 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 		return nil, err
 	}
 	return m, nil
+}
+
+// newBackend makes the backend --backend names.
+func (lf loadFlags) newBackend(ctx *cli.Context) (runtime.Backend, error) {
+	switch *lf.backend {
+	case "auto":
+		be, why := runtime.DefaultBackend(*lf.threads)
+		if be.Name() != "cpu" || goruntime.GOOS == "darwin" {
+			fmt.Fprintf(ctx.Stderr, "akunu: backend %s\n", why)
+		}
+		return be, nil
+	case "cpu":
+		return runtime.NewCPU(*lf.threads), nil
+	case "metal":
+		return runtime.NewMetal(metal.Options{})
+	}
+	return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", cli.ErrUsage, *lf.backend)
 }
 
 // closeModel closes the model, then the backend load made for it.

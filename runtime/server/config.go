@@ -1,0 +1,111 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/akunu-dev/akunu/runtime"
+)
+
+// Config configures a Server. The zero value of a field means its default.
+type Config struct {
+	// Plans are the compiled plans to serve; a model's id is its plan's
+	// file name without ".plan".
+	Plans []string
+	// Models names each plan's GGUF file, by plan path ("" or missing: the
+	// plan's recorded file name next to the plan).
+	Models map[string]string
+	// Parallel is the requests one model decodes at once, in one batched
+	// step: its KV sequence slots (default 4, at most the plan's
+	// max_seqs).
+	Parallel int
+	// Ctx bounds one request's prompt plus max_tokens (0: the plan's
+	// context; larger than the plan's is refused).
+	Ctx int
+	// Template is a built-in chat template (chatml, llama3, gemma) for a
+	// model whose file has none.
+	Template string
+	// TemplateSource, when set, is a chat template (Jinja source) used for
+	// every model instead of its own (llama.cpp's --chat-template-file).
+	TemplateSource string
+	// APIKeys, when any, are the keys a request must bear
+	// (Authorization: Bearer KEY); /health needs none.
+	APIKeys []string
+	// RateLimit is the requests a minute one key (or, without keys, one
+	// client address) may make (0: no limit).
+	RateLimit int
+	// MaxQueue is the requests one model holds waiting for a slot; more
+	// are refused with 503 (default 64).
+	MaxQueue int
+	// IdleUnload unloads a model that served nothing for this long (0:
+	// never); the next request loads it again.
+	IdleUnload time.Duration
+	// MemoryBudget bounds the bytes of the loaded models (weights, KV
+	// cache, scratch); loading one that does not fit unloads the least
+	// recently used idle models first (0: no bound).
+	MemoryBudget int64
+	// MaxBody bounds a request body's bytes (default 8 MiB).
+	MaxBody int64
+	// PrefillRows bounds the prompt rows one batched step feeds, so that a
+	// long prompt does not stall the others' tokens (0: the plan's
+	// prefill chunk).
+	PrefillRows int
+	// Timeouts: reading a request's header and body, writing one piece of
+	// a response, and an idle keep-alive connection (defaults 10 s, 60 s,
+	// 60 s and 120 s).
+	HeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Backend makes the backend the models share (nil: the CPU with
+	// Threads).
+	Backend func() (runtime.Backend, error)
+	Threads int
+	// Log receives one line per request in and out, and the server's
+	// events (nil: none).
+	Log io.Writer
+	// Name is the owner reported by /v1/models (default "akunu").
+	Name string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Plans) == 0 {
+		return c, fmt.Errorf("server: no plan to serve")
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 4
+	}
+	if c.MaxQueue == 0 {
+		c.MaxQueue = 64
+	}
+	if c.MaxBody == 0 {
+		c.MaxBody = 8 << 20
+	}
+	if c.HeaderTimeout == 0 {
+		c.HeaderTimeout = 10 * time.Second
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = 60 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 60 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.Name == "" {
+		c.Name = "akunu"
+	}
+	switch {
+	case c.Parallel < 1:
+		return c, fmt.Errorf("server: parallel %d: want at least 1", c.Parallel)
+	case c.MaxQueue < 1:
+		return c, fmt.Errorf("server: max queue %d: want at least 1", c.MaxQueue)
+	case c.Ctx < 0, c.RateLimit < 0, c.IdleUnload < 0, c.MemoryBudget < 0, c.MaxBody < 0, c.PrefillRows < 0:
+		return c, fmt.Errorf("server: a negative limit")
+	}
+	for _, k := range c.APIKeys {
+		if k == "" {
+			return c, fmt.Errorf("server: an empty API key")
+		}
+	}
+	return c, nil
+}
