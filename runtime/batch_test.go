@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -118,6 +119,55 @@ func TestBatcherAdmitsGenerationsAtAnyStep(t *testing.T) {
 	want1 := genNew(t, m, m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Sampling: knobs})
 	if !slices.Equal(first.Result().Tokens, want0.Tokens) || !slices.Equal(late.Result().Tokens, want1.Tokens) {
 		t.Fatalf("batched %v / %v\nalone   %v / %v", first.Result().Tokens, late.Result().Tokens, want0.Tokens, want1.Tokens)
+	}
+}
+
+// While a generation decodes, a long prompt is fed BusyPrefillRows rows a
+// step, so the decoding one gets a token every step; alone, it is fed in
+// PrefillRows chunks.
+func TestBatcherBoundsPrefillWhileOthersDecode(t *testing.T) {
+	m := storiesModel(t)
+	long := m.Tokenizer.Tokenize(strings.Repeat(batchPrompts[3]+" ", 6), true, false)
+	b := m.NewBatcher()
+	b.PrefillRows, b.BusyPrefillRows = 64, 8
+	alone, err := b.Add(bg, sess(t, m), long, GenerateOptions{MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Step(bg); err != nil {
+		t.Fatal(err)
+	}
+	if rows := b.b.Len(); rows != 64 {
+		t.Fatalf("alone, a step fed %d prompt rows, want PrefillRows 64", rows)
+	}
+	if err := b.Run(bg); err != nil || !alone.Done() {
+		t.Fatal(err)
+	}
+	dec, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(batchPrompts[0], true, false), GenerateOptions{MaxTokens: 40, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Step(bg); err != nil { // its prompt
+		t.Fatal(err)
+	}
+	late, err := b.Add(bg, sess(t, m), long, GenerateOptions{MaxTokens: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for steps := 0; !late.Done(); steps++ {
+		before := len(dec.Result().Tokens)
+		if err := b.Step(bg); err != nil {
+			t.Fatal(err)
+		}
+		if rows := b.b.Len(); rows > 1+8 {
+			t.Fatalf("step %d: %d rows while one decodes, want at most 1 + BusyPrefillRows 8", steps, rows)
+		}
+		if got := len(dec.Result().Tokens); got != before+1 && !dec.Done() {
+			t.Fatalf("step %d: the decoding generation got %d tokens, want 1", steps, got-before)
+		}
+	}
+	if len(long) <= 64 {
+		t.Fatalf("the long prompt has %d tokens: too short to tell the budgets apart", len(long))
 	}
 }
 

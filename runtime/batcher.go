@@ -21,9 +21,11 @@ type Batcher struct {
 	// owner is, per output row of the last Forward, its generation.
 	owner []*Gen
 	// PrefillRows bounds the prompt rows one step feeds, across
-	// generations, so that a long prompt does not stall the others' tokens
-	// for long (0: the plan's prefill chunk).
-	PrefillRows int
+	// generations (0: the plan's prefill chunk); BusyPrefillRows bounds
+	// them further while some generation is decoding, so that a long
+	// prompt delays the others' next token by a short chunk, not by a
+	// long one (0: PrefillRows).
+	PrefillRows, BusyPrefillRows int
 }
 
 // Gen is one generation of a Batcher.
@@ -92,7 +94,7 @@ func (b *Batcher) Run(ctx context.Context) error {
 
 // Step runs one batch: a row for every decoding generation (up to the
 // model's outputs a Forward gives; the rest wait a step), then prompt rows
-// up to PrefillRows. A cancelled ctx stops every generation
+// up to PrefillRows (BusyPrefillRows when a row decodes). A cancelled ctx stops every generation
 // (StopCancelled).
 func (b *Batcher) Step(ctx context.Context) error {
 	m := b.m
@@ -125,6 +127,9 @@ func (b *Batcher) Step(ctx context.Context) error {
 	budget := b.PrefillRows
 	if budget <= 0 {
 		budget = max(int(m.Plan.Header.Target.Tuning.PrefillChunk), 1)
+	}
+	if outs > 0 && b.BusyPrefillRows > 0 {
+		budget = min(budget, b.BusyPrefillRows)
 	}
 	for _, g := range b.gens {
 		if len(g.feed) == 0 || budget == 0 || outs >= m.MaxOutputs() {
