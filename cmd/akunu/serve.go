@@ -47,6 +47,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	tmplFile := fs.String("chat-template-file", "", "a chat template (Jinja) for every model, instead of their own")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGTERM, how long the requests in flight may take to finish")
 	prefill := fs.Int("prefill-rows", 0, "prompt rows one batched step feeds at most (0: the plan's prefill chunk)")
+	busyPrefill := fs.Int("prefill-rows-busy", 64, "prompt rows a step feeds while other requests generate: a long prompt delays their next token by this chunk")
 	lf := addLoadFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -89,7 +90,7 @@ func runServe(ctx *cli.Context, args []string) error {
 		models[pos[0]] = *lf.model
 	}
 	srv, err := server.New(server.Config{Plans: pos, Models: models, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
-		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill,
+		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
 		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx) }, Log: ctx.Stderr})
 	if err != nil {
 		return err

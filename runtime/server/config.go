@@ -47,10 +47,11 @@ type Config struct {
 	MemoryBudget int64
 	// MaxBody bounds a request body's bytes (default 8 MiB).
 	MaxBody int64
-	// PrefillRows bounds the prompt rows one batched step feeds, so that a
-	// long prompt does not stall the others' tokens (0: the plan's
-	// prefill chunk).
-	PrefillRows int
+	// PrefillRows bounds the prompt rows one batched step feeds (0: the
+	// plan's prefill chunk); BusyPrefillRows bounds them while other
+	// requests are generating, so that a long prompt delays their next
+	// token by a short chunk (default 64).
+	PrefillRows, BusyPrefillRows int
 	// Timeouts: reading a request's header and body, writing one piece of
 	// a response, and an idle keep-alive connection (defaults 10 s, 60 s,
 	// 60 s and 120 s).
@@ -76,6 +77,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxQueue == 0 {
 		c.MaxQueue = 64
 	}
+	if c.BusyPrefillRows == 0 {
+		c.BusyPrefillRows = 64
+	}
 	if c.MaxBody == 0 {
 		c.MaxBody = 8 << 20
 	}
@@ -99,7 +103,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("server: parallel %d: want at least 1", c.Parallel)
 	case c.MaxQueue < 1:
 		return c, fmt.Errorf("server: max queue %d: want at least 1", c.MaxQueue)
-	case c.Ctx < 0, c.RateLimit < 0, c.IdleUnload < 0, c.MemoryBudget < 0, c.MaxBody < 0, c.PrefillRows < 0:
+	case c.Ctx < 0, c.RateLimit < 0, c.IdleUnload < 0, c.MemoryBudget < 0, c.MaxBody < 0, c.PrefillRows < 0, c.BusyPrefillRows < 0:
 		return c, fmt.Errorf("server: a negative limit")
 	}
 	for _, k := range c.APIKeys {

@@ -84,10 +84,10 @@ type slot struct {
 
 // newEngine starts the engine of a loaded model with parallel slots.
 // The caller holds lock.
-func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue, prefillRows int) (*engine, error) {
+func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue, prefillRows, busyPrefillRows int) (*engine, error) {
 	e := &engine{id: id, m: m, lock: lock, maxQueue: maxQueue, jobs: make(chan *job, maxQueue),
 		stop: make(chan struct{}), done: make(chan struct{}), b: m.NewBatcher(), lastUsed: time.Now()}
-	e.b.PrefillRows = prefillRows
+	e.b.PrefillRows, e.b.BusyPrefillRows = prefillRows, busyPrefillRows
 	for range parallel {
 		s, err := m.NewSession()
 		if err != nil {

@@ -64,8 +64,19 @@ func (s *Server) run(r *http.Request, info *reqInfo, g *generation) (*outcome, *
 			s.met.generation(id, len(g.ids), j.cached, len(res.Tokens), res.PromptTime, res.DecodeTime, res.Stop == runtime.StopCancelled)
 		}
 	}
-	if err := g.eng.submit(j); err != nil {
-		return nil, errorFor(err)
+	for try := 0; ; try++ {
+		err := g.eng.submit(j)
+		if err == nil {
+			break
+		}
+		// The engine was unloaded between acquire and submit (idle,
+		// evicted): load the model again, unless the server stops.
+		if !errors.Is(err, errClosed) || try == 2 {
+			return nil, errorFor(err)
+		}
+		if g.eng, err = s.reg.acquire(ctx, g.e); err != nil {
+			return nil, errorFor(err)
+		}
 	}
 	if g.started != nil {
 		if err := g.started(); err != nil {

@@ -263,7 +263,7 @@ func (r *registry) start(e *entry) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEngine(e.id, m, &r.lock, r.cfg.Parallel, r.cfg.MaxQueue, r.cfg.PrefillRows)
+	return newEngine(e.id, m, &r.lock, r.cfg.Parallel, r.cfg.MaxQueue, r.cfg.PrefillRows, r.cfg.BusyPrefillRows)
 }
 
 // unload unloads e's model once its requests finish (ctx ending first

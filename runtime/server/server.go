@@ -190,21 +190,20 @@ func (s *Server) routes() {
 // 405) in OpenAI's shape.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, pattern := s.mux.Handler(r)
-	if pattern == "" {
-		info := &reqInfo{route: "unknown"}
-		s.serve(w, r, info, func(w http.ResponseWriter, r *http.Request, info *reqInfo) *apiError {
-			// The mux says 404 or 405; keep its status, in our shape.
-			rec := &statusOnly{header: http.Header{}}
-			h.ServeHTTP(rec, r)
-			if rec.status == http.StatusMethodNotAllowed {
-				w.Header().Set("Allow", rec.header.Get("Allow"))
-				return &apiError{Status: rec.status, Type: typeInvalid, Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)}
-			}
-			return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
-		}, true)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // it sets the path's values; Handler does not
 		return
 	}
-	h.ServeHTTP(w, r)
+	s.serve(w, r, &reqInfo{route: "unknown"}, func(w http.ResponseWriter, r *http.Request, info *reqInfo) *apiError {
+		// The mux says 404 or 405; keep its status, in our shape.
+		rec := &statusOnly{header: http.Header{}}
+		h.ServeHTTP(rec, r)
+		if rec.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", rec.header.Get("Allow"))
+			return &apiError{Status: rec.status, Type: typeInvalid, Message: fmt.Sprintf("%s is not allowed on %s", r.Method, r.URL.Path)}
+		}
+		return &apiError{Status: http.StatusNotFound, Type: typeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
+	}, true)
 }
 
 // statusOnly records the status a handler writes, and nothing else.
