@@ -5,6 +5,7 @@
 #   make lint   gofmt + go vet for linux/amd64 and darwin/arm64
 #   make plans  regenerate the golden plan renderings (testdata/plans)
 #   make bench  akunu's decode against llama.cpp's on the same files and threads (BENCH_THREADS)
+#   make bench-serve  akunu serve under 1-16 concurrent streams: aggregate tok/s, TTFT, gaps
 #   make fuzz   long fuzzing: every FuzzXxx target of the module (FUZZTIME each, default 5m)
 
 GO       ?= go
@@ -12,7 +13,7 @@ FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-.PHONY: all build test unit fuzz fuzz-short lint demo llama clean plans bench
+.PHONY: all build test unit fuzz fuzz-short lint demo llama openai clean plans bench bench-serve
 
 all: build
 
@@ -24,7 +25,12 @@ build:
 llama:
 	@scripts/fetch-llama.sh >/dev/null
 
-test: llama unit fuzz-short
+# OpenAI's JavaScript client (npm: openai), which the server's conformance
+# test drives a real server with.
+openai:
+	@scripts/fetch-openai.sh >/dev/null
+
+test: llama openai unit fuzz-short
 
 unit:
 	$(GO) test -timeout 15m ./...
@@ -56,6 +62,18 @@ bench: llama
 	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -bar 0.5 -p 64 -n 32 testdata/tmp/qwen3-0.6b-q4_0.gguf
 	@test -f testdata/tmp/qwen3-0.6b-q4_k.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_k --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_k.gguf
 	$(GO) run ./internal/benchcmp -threads $(BENCH_THREADS) -p 64 -n 32 testdata/tmp/qwen3-0.6b-q4_k.gguf
+
+# akunu serve under concurrent streaming requests (internal/servebench): the
+# aggregate decode tok/s and its scaling over one stream, time to first token
+# and inter-token gaps, on the Qwen3-0.6B-shaped Q4_0 model. Reported, not
+# asserted. The plan sits next to its model (the server looks for it there);
+# --ctx 1024 keeps 16 slots of KV cache at 1.75 GiB.
+BENCH_STREAMS ?= 1,4,8,16
+bench-serve: build
+	@mkdir -p testdata/tmp
+	@test -f testdata/tmp/qwen3-0.6b-q4_0.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_0 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_0.gguf
+	$(BIN)/akunuc compile testdata/tmp/qwen3-0.6b-q4_0.gguf --chip auto --ctx 1024 -o testdata/tmp/qwen3-0.6b-q4_0.serve.plan
+	$(GO) run ./internal/servebench -akunu $(BIN)/akunu -threads $(BENCH_THREADS) -streams $(BENCH_STREAMS) -tokens 128 -prompt 64 -reps 3 -json testdata/tmp/bench-serve.json testdata/tmp/qwen3-0.6b-q4_0.serve.plan
 
 DEMO := testdata/tmp
 demo: build
