@@ -186,6 +186,7 @@ func (e *engine) loop() {
 			select {
 			case j := <-e.jobs:
 				e.waiting = append(e.waiting, j)
+				e.gather()
 			case <-e.stop:
 				stopping = true
 				continue
@@ -213,6 +214,31 @@ func (e *engine) loop() {
 		err := e.b.Step(ctx)
 		e.lock.Unlock()
 		e.collect(err)
+	}
+}
+
+// burstWindow is how long an idle engine that was just given a request
+// waits for more before its first step: requests that arrive together
+// (a burst of clients, a UI's parallel calls) are then prefilled in one
+// step and decode in step from the start, instead of each joining a step
+// later with its prompt fed a busy-budget chunk at a time. It is small
+// beside any prefill.
+const burstWindow = 2 * time.Millisecond
+
+// gather waits up to burstWindow for more jobs, until every slot would
+// have one.
+func (e *engine) gather() {
+	t := time.NewTimer(burstWindow)
+	defer t.Stop()
+	for len(e.waiting) < len(e.slots) {
+		select {
+		case j := <-e.jobs:
+			e.waiting = append(e.waiting, j)
+		case <-t.C:
+			return
+		case <-e.stop:
+			return
+		}
 	}
 }
 
