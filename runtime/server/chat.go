@@ -349,7 +349,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, info *r
 		return aerr
 	}
 	ids := e.promptOf(text)
-	opts, aerr := req.options(int(e.plan.Model.HParams.Vocab), e.ctx, len(ids))
+	opts, aerr := req.options(int(e.plan.Model.HParams.Vocab), e.ctx, len(ids), "messages")
 	if aerr != nil {
 		return aerr
 	}

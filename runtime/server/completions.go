@@ -118,7 +118,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, info *reqIn
 	if len(ids) == 0 {
 		return badRequest("prompt", "prompt: empty")
 	}
-	opts, aerr := req.options(int(e.plan.Model.HParams.Vocab), e.ctx, len(ids))
+	opts, aerr := req.options(int(e.plan.Model.HParams.Vocab), e.ctx, len(ids), "prompt")
 	if aerr != nil {
 		return aerr
 	}

@@ -119,7 +119,8 @@ func jsonError(err error) *apiError {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
+		// Fields of an embedded struct carry its type's name.
+		field := strings.TrimPrefix(te.Field, "samplingParams.")
 		if field == "" {
 			return badRequest("", "the request body must be a JSON object, not %s", te.Value)
 		}
@@ -183,8 +184,9 @@ func parseStops(raw json.RawMessage) ([]string, *apiError) {
 }
 
 // options turns the shared knobs into GenerateOptions for a model of vocab
-// tokens whose request context is ctx, after a prompt of promptLen tokens.
-func (p *samplingParams) options(vocab, ctx, promptLen int) (runtime.GenerateOptions, *apiError) {
+// tokens whose request context is ctx, after a prompt of promptLen tokens
+// (from the request's field promptField).
+func (p *samplingParams) options(vocab, ctx, promptLen int, promptField string) (runtime.GenerateOptions, *apiError) {
 	var o runtime.GenerateOptions
 	if p.N != nil && *p.N != 1 {
 		return o, badRequest("n", "n: only 1 choice per request is supported, got %d", *p.N)
@@ -194,7 +196,7 @@ func (p *samplingParams) options(vocab, ctx, promptLen int) (runtime.GenerateOpt
 		maxTok, param = p.MaxCompletionTokens, "max_completion_tokens"
 	}
 	if promptLen >= ctx {
-		return o, &apiError{Status: http.StatusBadRequest, Type: typeInvalid, Param: "messages", Code: "context_length_exceeded",
+		return o, &apiError{Status: http.StatusBadRequest, Type: typeInvalid, Param: promptField, Code: "context_length_exceeded",
 			Message: fmt.Sprintf("this model's context is %d tokens, and the prompt is %d tokens: it leaves no room to generate", ctx, promptLen)}
 	}
 	if maxTok != nil {

@@ -17,25 +17,28 @@ type assignment struct {
 }
 
 // schedule admits waiting jobs (their prompts, in arrival order) to free
-// slots, first come first served, each to the free slot whose own cache
-// shares the longest prefix with its prompt (among equals, the one whose
-// cache is shortest, so that a longer one stays for a conversation that
-// may come back to it; then the lower slot); when another slot (busy or
-// free, not taken by this step's earlier assignments as a destination)
-// holds a longer prefix, the job starts from a copy of it. It does no I/O:
-// the engine applies what it returns.
+// slots, first come first served. A job goes to the free slot that loses
+// least: the one whose cache it reuses most for the least it throws away
+// (the largest prefix shared minus the rest of the cache dropped, so an
+// unrelated request takes an empty slot rather than a conversation's
+// whose first template tokens it happens to share; among equals the
+// longer prefix, then the lower slot). When another slot (busy or free,
+// not rewritten by this step's earlier assignments) holds a longer
+// prefix, the job starts from a copy of it. It does no I/O: the engine
+// applies what it returns.
 func schedule(waiting [][]int32, slots []slotState) []assignment {
 	var out []assignment
 	taken := make([]bool, len(slots))
 	for j, p := range waiting {
-		best, bestKeep := -1, -1
+		best, bestKeep, bestScore := -1, -1, 0
 		for i, s := range slots {
 			if s.busy || taken[i] {
 				continue
 			}
 			k := commonPrefix(s.hist, p)
-			if k > bestKeep || k == bestKeep && len(s.hist) < len(slots[best].hist) {
-				best, bestKeep = i, k
+			score := k - (len(s.hist) - k) // reused minus dropped
+			if best < 0 || score > bestScore || score == bestScore && k > bestKeep {
+				best, bestKeep, bestScore = i, k, score
 			}
 		}
 		if best < 0 {

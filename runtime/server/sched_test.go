@@ -25,6 +25,10 @@ func TestSchedule(t *testing.T) {
 			[]assignment{{0, 0, 0, 0}, {1, 2, 2, 0}}},
 		{"at least one token is fed", [][]int32{p(1, 2)}, []slotState{{hist: p(1, 2, 3)}},
 			[]assignment{{0, 0, 0, 1}}},
+		{"an unrelated job takes an empty slot, not a conversation's", [][]int32{p(1, 2, 8, 8)}, []slotState{{hist: p(1, 2, 3, 4, 5, 6)}, {}},
+			[]assignment{{0, 1, 0, 2}}},
+		{"among slots of other conversations, the one that loses least", [][]int32{p(1, 8)}, []slotState{{hist: p(2, 2, 2, 2)}, {hist: p(1, 3)}},
+			[]assignment{{0, 1, 1, 1}}},
 		{"a slot taken this step is not copied from", [][]int32{p(5, 6, 7), p(1, 2, 3)}, []slotState{{hist: p(1, 2, 3, 4)}, {}},
 			[]assignment{{0, 1, 1, 0}, {1, 0, 0, 2}}},
 	} {
