@@ -35,11 +35,15 @@ func main() {
 	flag.IntVar(&c.threads, "threads", 0, "the server's --threads (0: its default, every core)")
 	flag.StringVar(&c.jsonOut, "json", "", "also write every raw number to this JSON file")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "the most one round may take")
+	procs := flag.Int("procs", 0, "the client's GOMAXPROCS (0: Go's default): fewer leave the server's threads their cores")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: servebench [flags] PLAN   (or: servebench -url http://HOST:PORT [flags] [LABEL])")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
 	var err error
 	if c.streams, err = parseStreams(*streams); err != nil {
 		fmt.Fprintln(os.Stderr, "servebench: -streams:", err)
