@@ -5,11 +5,15 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
+	"strings"
+	"time"
 )
 
 // Command is one subcommand.
@@ -88,11 +92,17 @@ func (a *App) Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	err := c.Run(&Context{Stdin: stdin, Stdout: stdout, Stderr: stderr, app: a}, args[1:])
 	var ex Exit
 	var ee ErrorExit
+	var fe FlagError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &fe):
+		// A flag's value: the line names it, the synopsis would only
+		// bury it.
+		fmt.Fprintf(stderr, "%s %s: %v\n", a.Name, c.Name, err)
+		return 2
 	case errors.Is(err, ErrUsage):
-		fmt.Fprintf(stderr, "%s %s: %v\nusage: %s %s %s\n", a.Name, c.Name, err, a.Name, c.Name, c.Usage)
+		fmt.Fprintf(stderr, "%s %s: %s\nusage: %s %s %s\n", a.Name, c.Name, strings.TrimPrefix(err.Error(), ErrUsage.Error()+": "), a.Name, c.Name, c.Usage)
 		return 2
 	case errors.As(err, &ex):
 		return ex.Code
@@ -119,18 +129,88 @@ func (a *App) overview(w io.Writer) {
 	fmt.Fprintf(w, "\nRun '%s COMMAND -h' for the flags of a command.\n", a.Name)
 }
 
-// Flags returns a flag set for the named command that reports errors as
-// usage errors and prints its help to stderr.
+// FlagError is a flag given a value it cannot take, or a flag the command
+// does not have: one line naming the flag, exit status 2, no help.
+type FlagError struct {
+	Flag string // the name, without dashes
+	Msg  string // what follows the flag: "1.5: must be in (0, 1]"
+}
+
+func (e FlagError) Error() string { return Dashed(e.Flag) + " " + e.Msg }
+
+// Is makes a FlagError a usage error.
+func (e FlagError) Is(target error) bool { return target == ErrUsage }
+
+// Dashed is how a flag is written in messages: -n, --top-p.
+func Dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// helpOut is a flag set's output: the flag package writes its error and
+// the whole help there on any parse error; Parse shows it only when help
+// was asked for, so a bad flag is one line.
+type helpOut struct {
+	buf  bytes.Buffer
+	help io.Writer
+}
+
+func (h *helpOut) Write(p []byte) (int, error) { return h.buf.Write(p) }
+
+// Flags returns a flag set for the named command whose parse errors are
+// one-line usage errors and whose -h prints its help to stdout.
 func (ctx *Context) Flags(name string) *flag.FlagSet {
 	c := ctx.app.cmds[name]
 	prog := ctx.app.Name
 	fs := flag.NewFlagSet(prog+" "+name, flag.ContinueOnError)
-	fs.SetOutput(ctx.Stderr)
+	fs.SetOutput(&helpOut{help: ctx.Stdout})
 	fs.Usage = func() {
-		fmt.Fprintf(ctx.Stderr, "usage: %s %s %s\n\n%s\n\nflags:\n", prog, c.Name, c.Usage, c.Summary)
+		fmt.Fprintf(fs.Output(), "usage: %s %s %s\n\n%s\n\nflags:\n", prog, c.Name, c.Usage, c.Summary)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+var (
+	invalidRE = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -(\S+): (.*)$`)
+	unknownRE = regexp.MustCompile(`^flag provided but not defined: -(\S+)$`)
+	needsRE   = regexp.MustCompile(`^flag needs an argument: -(\S+)$`)
+)
+
+// flagError rewrites the flag package's parse errors in our form.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if m := invalidRE.FindStringSubmatch(msg); m != nil {
+		want := "a valid value"
+		if f := fs.Lookup(m[2]); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case int, int64, uint, uint64:
+					want = "an integer"
+				case float64:
+					want = "a number"
+				case time.Duration:
+					want = "a duration like 30s or 5m"
+				case bool:
+					want = "true or false"
+				}
+			}
+		}
+		why := strings.TrimSuffix(m[3], "parse error")
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		return FlagError{Flag: m[2], Msg: fmt.Sprintf("%q: want %s%s", m[1], want, why)}
+	}
+	if m := unknownRE.FindStringSubmatch(msg); m != nil {
+		return FlagError{Flag: m[1], Msg: fmt.Sprintf("is not a flag of this command (%s -h lists them)", fs.Name())}
+	}
+	if m := needsRE.FindStringSubmatch(msg); m != nil {
+		return FlagError{Flag: m[1], Msg: "needs a value"}
+	}
+	return fmt.Errorf("%w: %v", ErrUsage, err)
 }
 
 // Parse parses args, allowing flags after positional arguments
@@ -138,11 +218,18 @@ func (ctx *Context) Flags(name string) *flag.FlagSet {
 func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
+		h, _ := fs.Output().(*helpOut)
+		if h != nil {
+			h.buf.Reset()
+		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				if h != nil {
+					h.help.Write(h.buf.Bytes())
+				}
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+			return nil, flagError(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

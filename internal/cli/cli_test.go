@@ -14,6 +14,8 @@ func testApp() *App {
 		Run: func(ctx *Context, args []string) error {
 			fs := ctx.Flags("echo")
 			upper := fs.Bool("upper", false, "shout")
+			times := fs.Int("times", 1, "repeat")
+			fs.Duration("wait", 0, "pause")
 			pos, err := Parse(fs, args)
 			if err != nil {
 				return err
@@ -21,7 +23,10 @@ func testApp() *App {
 			if len(pos) == 0 {
 				return fmt.Errorf("%w: nothing to echo", ErrUsage)
 			}
-			s := strings.Join(pos, " ")
+			if *times < 1 {
+				return FlagError{Flag: "times", Msg: fmt.Sprint(*times, ": must be at least 1")}
+			}
+			s := strings.Repeat(strings.Join(pos, " "), *times)
 			if *upper {
 				s = strings.ToUpper(s)
 			}
@@ -44,7 +49,13 @@ func TestExitStatusesAndMessages(t *testing.T) {
 	}{
 		{"flags may follow positional arguments", []string{"echo", "hi", "--upper"}, 0, "HI\n", ""},
 		{"a usage error exits 2 with the usage", []string{"echo"}, 2, "", "usage: prog echo [--upper] WORDS..."},
-		{"an unknown flag is a usage error", []string{"echo", "--loud", "x"}, 2, "", "flag provided but not defined"},
+		{"an unknown flag is a usage error", []string{"echo", "--loud", "x"}, 2, "", "prog echo: --loud is not a flag of this command (prog echo -h lists them)\n"},
+		{"a value of the wrong type names the flag and the type", []string{"echo", "x", "--times", "two"}, 2, "", "prog echo: --times \"two\": want an integer\n"},
+		{"an integer out of range says so", []string{"echo", "x", "--times", "99999999999999999999"}, 2, "", "want an integer (value out of range)\n"},
+		{"a bad duration names the form", []string{"echo", "x", "--wait", "5"}, 2, "", "prog echo: --wait \"5\": want a duration like 30s or 5m"},
+		{"a flag without its value", []string{"echo", "x", "--times"}, 2, "", "prog echo: --times needs a value\n"},
+		{"a refused value is one line", []string{"echo", "x", "--times", "0"}, 2, "", "prog echo: --times 0: must be at least 1\n"},
+		{"-h prints the help to stdout and exits 0", []string{"echo", "-h"}, 0, "usage: prog echo [--upper] WORDS...\n\nprint the arguments\n\nflags:\n", ""},
 		{"an unknown command exits 2", []string{"ecko"}, 2, "", `unknown command "ecko"`},
 		{"no command prints the overview and exits 2", nil, 2, "commands:", ""},
 		{"help exits 0", []string{"help"}, 0, "echo       print the arguments", ""},
@@ -57,6 +68,12 @@ func TestExitStatusesAndMessages(t *testing.T) {
 			code := testApp().Main(tc.args, nil, &out, &errOut)
 			if code != tc.code || !strings.Contains(out.String(), tc.out) || !strings.Contains(errOut.String(), tc.err) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, out.String(), errOut.String(), tc.code, tc.out, tc.err)
+			}
+			if code == 2 && strings.HasPrefix(tc.err, "prog echo: -") && strings.Count(errOut.String(), "\n") != 1 {
+				t.Errorf("stderr %q, want one line", errOut.String())
+			}
+			if code == 0 && errOut.Len() != 0 {
+				t.Errorf("stderr %q, want nothing", errOut.String())
 			}
 			if tc.name == "an exit says nothing" && errOut.Len() != 0 {
 				t.Errorf("stderr %q, want nothing", errOut.String())
