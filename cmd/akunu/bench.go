@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/akunu-dev/akunu/internal/cli"
+	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
 )
 
@@ -31,8 +32,8 @@ func parseBatches(s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		b, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || b < 1 {
-			return nil, fmt.Errorf("%w: --batch %q: want sizes ≥ 1, comma-separated", cli.ErrUsage, s)
+		if err != nil || b < 1 || b > plans.MaxSeqs {
+			return nil, cli.FlagError{Flag: "batch", Msg: fmt.Sprintf("%q: want sizes from 1 to %d, comma-separated", s, plans.MaxSeqs)}
 		}
 		out = append(out, b)
 	}
@@ -62,12 +63,15 @@ func runBench(ctx *cli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
+	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check()); err != nil {
+		return err
 	}
 	batches, err := parseBatches(*batchList)
 	if err != nil {
 		return err
+	}
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
 	seqs := 1
 	if len(batches) > 0 {
@@ -78,7 +82,11 @@ func runBench(ctx *cli.Context, args []string) error {
 		return err
 	}
 	defer closeModel(m)
-	*reps = max(*reps, 1)
+	// A generation stops at a full context: tg tokens past it would be
+	// fewer tokens timed under tg's name.
+	if c := m.Ctx(); max(*pp, 16)+*tg > c {
+		return cli.FlagError{Flag: "p", Msg: fmt.Sprintf("%d plus -n %d: %d positions, more than the plan's context of %d", *pp, *tg, max(*pp, 16)+*tg, c)}
+	}
 	progress := func(what string) {
 		if !*asJSON {
 			fmt.Fprintf(ctx.Stderr, "akunu: %s\n", what)

@@ -32,13 +32,16 @@ func runChat(ctx *cli.Context, args []string) error {
 	system := fs.String("system", "", "a system message to start the conversation with")
 	tmplName := fs.String("template", "", "a built-in template (chatml, llama3, gemma) for a plan whose model has none")
 	think := fs.Bool("think", true, "let a model that thinks (Qwen3's enable_thinking) think before it answers")
-	n := fs.Int("n", 1024, "tokens to generate at most per answer")
+	n := fs.Int("n", 1024, "tokens to generate at most per answer, at least 1")
 	sampling := addSamplingFlags(fs, 0.8)
 	var stops stringsFlag
 	fs.Var(&stops, "stop", "end an answer when its text reaches this string (repeatable)")
 	lf := addLoadFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check()); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -66,7 +69,7 @@ func runChat(ctx *cli.Context, args []string) error {
 	defer s.Close()
 	c := conversation.New(m, s, tmpl, *system)
 	c.Extra = map[string]any{"enable_thinking": *think}
-	o := runtime.GenerateOptions{MaxTokens: *n, Sampling: sampling(), Stop: stops}
+	o := runtime.GenerateOptions{MaxTokens: *n, Sampling: sampling.sampling(), Stop: stops}
 	if !o.Sampling.Greedy() && o.Sampling.Unseeded {
 		o.Sampling.Seed, o.Sampling.Unseeded = runtime.NewSeed(), false
 		fmt.Fprintf(ctx.Stderr, "akunu: seed %d (--seed %d replays this conversation)\n", o.Sampling.Seed, o.Sampling.Seed)

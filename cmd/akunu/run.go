@@ -32,20 +32,32 @@ type stringsFlag []string
 func (s *stringsFlag) String() string     { return strings.Join(*s, ", ") }
 func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 
+// samplingFlags are the sampling knobs as parsed; check (flags.go)
+// refuses the values that mean nothing.
+type samplingFlags struct {
+	temp, topP, minP, rep *float64
+	topK                  *int
+	seed                  *int64
+}
+
 // addSamplingFlags declares the sampling knobs (llama.cpp's names and, but
-// for the temperature, its defaults) and returns a function that reads them.
+// for the temperature, its defaults).
 // Without --seed a sampled run draws a fresh seed and reports it.
-func addSamplingFlags(fs *flag.FlagSet, defaultTemp float64) func() runtime.Sampling {
-	temp := fs.Float64("temp", defaultTemp, "temperature (0: greedy)")
-	topK := fs.Int("top-k", 40, "top-k (0: all)")
-	topP := fs.Float64("top-p", 0.95, "top-p (1: all)")
-	minP := fs.Float64("min-p", 0.05, "min-p (0: none)")
-	rep := fs.Float64("repeat-penalty", 1, "repetition penalty over the last 64 tokens (1: none)")
-	seed := fs.Int64("seed", -1, "sampling seed (-1: a fresh one, reported)")
-	return func() runtime.Sampling {
-		return runtime.Sampling{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
-			RepeatPenalty: float32(*rep), Seed: uint32(max(*seed, 0)), Unseeded: *seed < 0}
+func addSamplingFlags(fs *flag.FlagSet, defaultTemp float64) samplingFlags {
+	return samplingFlags{
+		temp: fs.Float64("temp", defaultTemp, "temperature, at least 0 (0: greedy)"),
+		topK: fs.Int("top-k", 40, "top-k, at least 0 (0: all)"),
+		topP: fs.Float64("top-p", 0.95, "top-p, in (0, 1] (1: all)"),
+		minP: fs.Float64("min-p", 0.05, "min-p, in [0, 1) (0: none)"),
+		rep:  fs.Float64("repeat-penalty", 1, "repetition penalty over the last 64 tokens, above 0 (1: none)"),
+		seed: fs.Int64("seed", -1, "sampling seed, 0 to 4294967295 (-1: a fresh one, reported)"),
 	}
+}
+
+// sampling is what the flags ask for.
+func (f samplingFlags) sampling() runtime.Sampling {
+	return runtime.Sampling{Temperature: float32(*f.temp), TopK: *f.topK, TopP: float32(*f.topP), MinP: float32(*f.minP),
+		RepeatPenalty: float32(*f.rep), Seed: uint32(max(*f.seed, 0)), Unseeded: *f.seed < 0}
 }
 
 // loadFlags are the flags every command that loads a plan takes.
@@ -161,7 +173,7 @@ func (c *clock) latency() latency {
 func runRun(ctx *cli.Context, args []string) error {
 	fs := ctx.Flags("run")
 	prompt := fs.String("p", "", "the prompt")
-	n := fs.Int("n", 128, "tokens to generate at most (0: until EOS or a full context)")
+	n := fs.Int("n", 128, "tokens to generate at most, at least 1 (fewer at EOS or a full context)")
 	sampling := addSamplingFlags(fs, 0)
 	var stops stringsFlag
 	fs.Var(&stops, "stop", "stop when the text reaches this string (repeatable)")
@@ -170,6 +182,9 @@ func runRun(ctx *cli.Context, args []string) error {
 	lf := addLoadFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), checkTopLogits(*topLogits, *asJSON)); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -186,8 +201,8 @@ func runRun(ctx *cli.Context, args []string) error {
 	}
 	defer s.Close()
 	ids := m.Tokenizer.Tokenize(*prompt, true, false)
-	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling(), Stop: stops}
-	clk := newClock(*n)
+	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling.sampling(), Stop: stops}
+	clk := newClock(min(*n, m.Ctx()+1))
 	o.OnToken = func(int32) bool { clk.tick(); return true }
 	if !*asJSON {
 		fmt.Fprint(ctx.Stdout, *prompt)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/akunu-dev/akunu/internal/cli"
+	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/runtime/server"
 )
@@ -53,6 +54,14 @@ func runServe(ctx *cli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The server would replace a 0 with its default: refuse it instead.
+	if err := firstError(intIn("port", *port, 0, 65535), intIn("parallel", *parallel, 1, plans.MaxSeqs),
+		atLeast("ctx", *ctxLen, 0, " (0: the plan's)"), atLeast("rate-limit", *rate, 0, " (0: no limit)"),
+		atLeast("max-queue", *maxQueue, 1, ""), notNegative("idle-unload", *idle), notNegative("drain", *drain),
+		atLeast("prefill-rows", *prefill, 0, " (0: the plan's chunk)"), atLeast("prefill-rows-busy", *busyPrefill, 1, ""),
+		lf.check()); err != nil {
+		return err
+	}
 	if len(pos) == 0 {
 		return fmt.Errorf("%w: want at least one PLAN", cli.ErrUsage)
 	}
@@ -75,7 +84,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	}
 	mem, err := parseBytes(*budget)
 	if err != nil {
-		return fmt.Errorf("%w: --memory-budget: %v", cli.ErrUsage, err)
+		return cli.FlagError{Flag: "memory-budget", Msg: fmt.Sprintf("%q: want a byte count like 8G or 512M", *budget)}
 	}
 	var tmplSrc string
 	if *tmplFile != "" {

@@ -35,6 +35,9 @@ func runVerify(ctx *cli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := firstError(atLeast("n", *n, 0, " (0: the prompt only)"), checkThreads(*threads)); err != nil {
+		return err
+	}
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}

@@ -174,7 +174,7 @@ func (ctx *Context) Flags(name string) *flag.FlagSet {
 }
 
 var (
-	invalidRE = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -(\S+): (.*)$`)
+	invalidRE = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(\S+): (.*)$`)
 	unknownRE = regexp.MustCompile(`^flag provided but not defined: -(\S+)$`)
 	needsRE   = regexp.MustCompile(`^flag needs an argument: -(\S+)$`)
 )

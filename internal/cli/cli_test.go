@@ -53,6 +53,7 @@ func TestExitStatusesAndMessages(t *testing.T) {
 		{"a value of the wrong type names the flag and the type", []string{"echo", "x", "--times", "two"}, 2, "", "prog echo: --times \"two\": want an integer\n"},
 		{"an integer out of range says so", []string{"echo", "x", "--times", "99999999999999999999"}, 2, "", "want an integer (value out of range)\n"},
 		{"a bad duration names the form", []string{"echo", "x", "--wait", "5"}, 2, "", "prog echo: --wait \"5\": want a duration like 30s or 5m"},
+		{"a boolean flag with another value", []string{"echo", "x", "--upper=loud"}, 2, "", "prog echo: --upper \"loud\": want true or false\n"},
 		{"a flag without its value", []string{"echo", "x", "--times"}, 2, "", "prog echo: --times needs a value\n"},
 		{"a refused value is one line", []string{"echo", "x", "--times", "0"}, 2, "", "prog echo: --times 0: must be at least 1\n"},
 		{"-h prints the help to stdout and exits 0", []string{"echo", "-h"}, 0, "usage: prog echo [--upper] WORDS...\n\nprint the arguments\n\nflags:\n", ""},
