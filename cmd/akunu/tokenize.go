@@ -20,7 +20,7 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "detokenize",
 		Summary: "print the text of token ids with the plan's tokenizer",
-		Usage:   "PLAN [--no-special] IDS...  (ids space or comma separated; none: read them from stdin)",
+		Usage:   tokcli.DetokenizeUsage("PLAN"),
 		Run: func(ctx *cli.Context, args []string) error {
 			return tokcli.Detokenize(ctx, ctx.Flags("detokenize"), args, planTokenizer)
 		},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,14 +91,73 @@ func TestTokenizeThenDetokenizeGivesTheTextBack(t *testing.T) {
 	if !strings.HasPrefix(ids, "1 ") {
 		t.Errorf("ids %q do not start with BOS 1", ids)
 	}
-	text, se, code := runAkunu("detokenize", plan, "--no-special", strings.TrimSpace(ids))
-	if code != 0 {
-		t.Fatalf("detokenize: exit %d: %s", code, se)
-	}
-	if strings.TrimSpace(text) != "Once upon a time, there was a cat." {
-		t.Errorf("detokenized %q", text)
+	for _, flag := range []string{"--no-special", "--special=false"} {
+		text, se, code := runAkunu("detokenize", plan, flag, strings.TrimSpace(ids))
+		if code != 0 {
+			t.Fatalf("detokenize: exit %d: %s", code, se)
+		}
+		if text != "Once upon a time, there was a cat.\n" {
+			t.Errorf("detokenize %s: %q", flag, text)
+		}
 	}
 	if _, se, code := runAkunu("detokenize", plan, "99999"); code != 2 || !strings.Contains(se, "not a token id") {
 		t.Errorf("an id outside the vocabulary: exit %d, %q", code, se)
+	}
+}
+
+// TestDetokenizeDropsWhatTokenizeAdds: tokenize | detokenize gives the
+// text back, byte for byte: llama_detokenize with remove_special, less the
+// prefix space llama.cpp keeps; --special shows the BOS, as llama.cpp's
+// unparse_special does.
+func TestDetokenizeDropsWhatTokenizeAdds(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf")
+	lib := llamacpp.Require(t)
+	src, _ := llamacpp.SharedPath("models", "stories260K.gguf")
+	m, err := lib.LoadModel(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	for _, text := range []string{"Hello", "Hello world", " leading space", "Lily said, \"hi!\" and ran.\nThe end.", "x"} {
+		ids, se, code := runAkunu("tokenize", plan, text)
+		if code != 0 {
+			t.Fatalf("tokenize %q: exit %d: %s", text, code, se)
+		}
+		var out, errOut bytes.Buffer
+		if code := runIO([]string{"detokenize", plan}, strings.NewReader(ids), &out, &errOut); code != 0 {
+			t.Fatalf("detokenize %q: exit %d: %s", ids, code, errOut.String())
+		}
+		if got := strings.TrimSuffix(out.String(), "\n"); got != text {
+			t.Errorf("%q: tokenize | detokenize gives %q", text, got)
+		}
+		special, se, code := runAkunu("detokenize", plan, "--special", strings.TrimSpace(ids))
+		if code != 0 {
+			t.Fatalf("detokenize --special: exit %d: %s", code, se)
+		}
+		var toks []int32
+		for _, f := range strings.Fields(ids) {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks = append(toks, int32(n))
+		}
+		for _, c := range []struct {
+			got             string
+			remove, unparse bool
+		}{{out.String(), true, false}, {special, false, true}} {
+			want, err := m.Detokenize(toks, c.remove, c.unparse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.remove {
+				// llama.cpp keeps the space SentencePiece put before the
+				// first word when it drops the BOS; the text had none.
+				want = strings.TrimPrefix(want, " ")
+			}
+			if got := strings.TrimSuffix(c.got, "\n"); got != want {
+				t.Errorf("%q: detokenize (remove_special %v, unparse_special %v) %q, llama.cpp %q", text, c.remove, c.unparse, got, want)
+			}
+		}
 	}
 }

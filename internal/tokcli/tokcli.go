@@ -79,10 +79,22 @@ func Tokenize(ctx *cli.Context, fs *flag.FlagSet, args []string, load func(strin
 	return w.Flush()
 }
 
-// Detokenize runs `detokenize FILE [--no-special] IDS...`: the text of the
-// ids (given as arguments, space or comma separated, or on stdin).
+// DetokenizeUsage is the synopsis after "PROG detokenize" for a file
+// argument named what.
+func DetokenizeUsage(what string) string {
+	return what + " [--special] IDS...  (ids space or comma separated; none: read them from stdin)"
+}
+
+// Detokenize runs `detokenize FILE [--special] IDS...`: the text of the
+// ids (given as arguments, space or comma separated, or on stdin). By
+// default the BOS (EOS) that tokenize adds is dropped and other control
+// tokens print as nothing, so tokenize | detokenize gives the text back:
+// llama_detokenize with remove_special, except that llama.cpp keeps the
+// space SentencePiece put before the first word. --special prints every
+// token's text, <s> and all (llama.cpp's unparse_special).
 func Detokenize(ctx *cli.Context, fs *flag.FlagSet, args []string, load func(string) (*tokenizer.Tokenizer, error)) error {
-	noSpecial := fs.Bool("no-special", false, "print special tokens (BOS, EOS, ...) as nothing")
+	special := fs.Bool("special", false, "print special tokens as their text (<s>, <|im_end|>, ...) and keep the BOS/EOS tokenize adds")
+	fs.Bool("no-special", true, "special tokens print as nothing (the default; kept for scripts)")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -110,6 +122,23 @@ func Detokenize(ctx *cli.Context, fs *flag.FlagSet, args []string, load func(str
 		}
 		ids = append(ids, int32(n))
 	}
-	_, err = fmt.Fprintln(ctx.Stdout, tk.Detokenize(ids, !*noSpecial))
+	if !*special {
+		ids = trimAdded(tk.Vocab(), ids)
+	}
+	_, err = fmt.Fprintln(ctx.Stdout, tk.Detokenize(ids, *special))
 	return err
+}
+
+// trimAdded drops the BOS at the start and the EOS at the end where the
+// vocabulary adds them (llama.cpp's remove_special): a SentencePiece
+// vocabulary then strips the first word's space as it does for a text
+// without BOS.
+func trimAdded(v *tokenizer.Vocab, ids []int32) []int32 {
+	if v.AddBOS && len(ids) > 0 && ids[0] == v.BOS {
+		ids = ids[1:]
+	}
+	if v.AddEOS && len(ids) > 0 && ids[len(ids)-1] == v.EOS {
+		ids = ids[:len(ids)-1]
+	}
+	return ids
 }
