@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -54,8 +55,18 @@ func runChat(ctx *cli.Context, args []string) error {
 		return err
 	}
 	tmpl, err := chat.Select(p.Model.Tokenizer.ChatTemplate, *tmplName)
+	if errors.Is(err, chat.ErrNoTemplate) && *tmplName == "" {
+		// A model without a template (a base model, most often) still
+		// talks in a plain format; the notice says how to pick a real one.
+		if tmpl, err = chat.ParseNamed("plain", plainTemplate); err != nil {
+			return err
+		}
+		stops = append(stops, plainUserTurn)
+		fmt.Fprintf(ctx.Stderr, "akunu: %s has no chat template: plain \"User:\"/\"Assistant:\" turns (--template %s picks a built-in format)\n",
+			p.Header.Model.File, strings.Join(chat.BuiltinNames(), ", "))
+	}
 	if err != nil {
-		return fmt.Errorf("%w (--template chatml, llama3 or gemma picks a built-in format)", err)
+		return fmt.Errorf("%w (--template %s picks a built-in format)", err, strings.Join(chat.BuiltinNames(), ", "))
 	}
 	m, err := lf.load(ctx, pos[0], 1)
 	if err != nil {
@@ -99,6 +110,22 @@ func runChat(ctx *cli.Context, args []string) error {
 		}
 	}
 }
+
+// plainTemplate is the turn format of a model whose file has no chat
+// template: text a base model continues sensibly, with nothing that needs
+// special tokens. plainUserTurn ends an answer where the model would go on
+// to write the user's next turn.
+const (
+	plainTemplate = `{{- bos_token -}}
+{%- for message in messages -%}
+{%- if message['role'] == 'system' -%}{{- message['content'] + '\n\n' -}}
+{%- elif message['role'] == 'user' -%}{{- 'User: ' + message['content'] + '\n' -}}
+{%- else -%}{{- 'Assistant:' + message['content'] + '\n' -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- 'Assistant:' -}}{%- endif -%}`
+	plainUserTurn = "\nUser:"
+)
 
 // turn streams one answer: reasoning dimmed, then the content.
 func turn(ctx *cli.Context, c *conversation.Conversation, line string, o runtime.GenerateOptions) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
+	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -69,11 +70,32 @@ func TestChatKeepsTheCacheBetweenTurns(t *testing.T) {
 	}
 }
 
-func TestChatRefusesAPlanWithoutATemplate(t *testing.T) {
-	plan := compileShared(t, "models", "stories260K.gguf") // llama: no single format, no template
+// TestChatWithoutATemplateTalksInPlainTurns: a model whose file has no
+// chat template (stories260K: llama, no single format) chats in plain
+// User:/Assistant: turns after one notice that names --template; a
+// template name that is not a built-in is still refused.
+func TestChatWithoutATemplateTalksInPlainTurns(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf")
+	model, _ := llamacpp.SharedPath("models", "stories260K.gguf")
 	var out, errOut bytes.Buffer
-	code := runIO([]string{"chat", plan, "--backend", "cpu"}, strings.NewReader("hi\n"), &out, &errOut)
-	if code == 0 || !strings.Contains(errOut.String(), "chat_template") {
-		t.Errorf("exit %d, stderr %q; want a refusal that names the missing template", code, errOut.String())
+	code := runIO([]string{"chat", plan, "--model", model, "--backend", "cpu", "-n", "24", "--temp", "0"},
+		strings.NewReader("Tell me a story about a cat.\nAnd then?\n/exit\n"), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if n := strings.Count(errOut.String(), "--template"); n != 1 || !strings.Contains(errOut.String(), "no chat template") {
+		t.Errorf("want one notice naming --template, stderr:\n%s", errOut.String())
+	}
+	if turns := fedRE.FindAllStringSubmatch(errOut.String(), -1); len(turns) != 2 {
+		t.Errorf("want 2 turns answered, stderr:\n%s", errOut.String())
+	}
+	answers := strings.TrimPrefix(out.String(), "> ")
+	if strings.Contains(answers, "User:") || len(strings.TrimSpace(strings.ReplaceAll(answers, ">", ""))) == 0 {
+		t.Errorf("answers %q: empty, or running on into the user's turn", answers)
+	}
+	errOut.Reset()
+	code = runIO([]string{"chat", plan, "--model", model, "--backend", "cpu", "--template", "vicuna"}, strings.NewReader("hi\n"), &out, &errOut)
+	if code == 0 || !strings.Contains(errOut.String(), "--template") || !strings.Contains(errOut.String(), "vicuna") {
+		t.Errorf("--template vicuna: exit %d, stderr %q; want a refusal naming it", code, errOut.String())
 	}
 }
