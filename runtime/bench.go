@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"math"
+	goruntime "runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -24,9 +26,17 @@ func (m *Model) benchPrompt(n, salt int) []int32 {
 	return p
 }
 
+// BenchProgress hears of each repetition as it ends (rep counts from 1;
+// the warm-up is rep 0) with its tokens per second: prompt and decode for
+// Bench, 0 and the aggregate decode for BenchBatch.
+type BenchProgress func(rep int, ppRate, tgRate float64)
+
 // Bench runs reps repetitions of a pp-token prefill followed by tg greedy
 // decode tokens (EOS ignored) from an empty session, after one warm-up.
-func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) {
+func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) { return m.BenchEach(pp, tg, reps, nil) }
+
+// BenchEach is Bench telling each repetition to each (which may be nil).
+func (m *Model) BenchEach(pp, tg, reps int, each BenchProgress) (*BenchResult, error) {
 	prompt := m.benchPrompt(pp, 0)
 	r := &BenchResult{PromptTokens: pp, GenTokens: tg}
 	s, err := m.NewSession()
@@ -40,11 +50,15 @@ func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		ppRate, tgRate := float64(pp)/res.PromptTime.Seconds(), float64(len(res.Tokens)-1)/res.DecodeTime.Seconds()
+		if each != nil {
+			each(i+1, ppRate, tgRate)
+		}
 		if i < 0 {
 			continue
 		}
-		r.PP = append(r.PP, float64(pp)/res.PromptTime.Seconds())
-		r.TG = append(r.TG, float64(len(res.Tokens)-1)/res.DecodeTime.Seconds())
+		r.PP = append(r.PP, ppRate)
+		r.TG = append(r.TG, tgRate)
 	}
 	return r, nil
 }
@@ -63,6 +77,12 @@ type BatchBenchResult struct {
 // sequence's first, over the time from the step that gave the last first
 // token to the end. The model needs b sequence slots.
 func (m *Model) BenchBatch(b, pp, tg, reps int) (*BatchBenchResult, error) {
+	return m.BenchBatchEach(b, pp, tg, reps, nil)
+}
+
+// BenchBatchEach is BenchBatch telling each repetition to each (which may
+// be nil).
+func (m *Model) BenchBatchEach(b, pp, tg, reps int, each BenchProgress) (*BatchBenchResult, error) {
 	r := &BatchBenchResult{B: b, GenTokens: tg}
 	ss := make([]*Session, b)
 	for i := range ss {
@@ -96,8 +116,12 @@ func (m *Model) BenchBatch(b, pp, tg, reps int) (*BatchBenchResult, error) {
 		for _, g := range gens {
 			n += len(g.Result().Tokens) - 1
 		}
+		rate := float64(n) / time.Since(t).Seconds()
+		if each != nil {
+			each(rep+1, 0, rate)
+		}
 		if rep >= 0 {
-			r.TG = append(r.TG, float64(n)/time.Since(t).Seconds())
+			r.TG = append(r.TG, rate)
 		}
 	}
 	return r, nil
@@ -132,8 +156,9 @@ func Median(xs []float64) float64 {
 }
 
 // MemcpyBandwidth measures the host's copy bandwidth in bytes/s (bytes
-// read; a copy also writes as many), with a 256 MiB buffer: the ceiling a
-// CPU target's decode is held to, since CPU profiles state none.
+// read; a copy also writes as many), with a 256 MiB buffer, on one core.
+// ReadBandwidth, on every core, is the ceiling akunu bench holds a CPU
+// decode to.
 func MemcpyBandwidth() float64 {
 	const n = 256 << 20
 	src, dst := make([]byte, n), make([]byte, n)
@@ -147,4 +172,59 @@ func MemcpyBandwidth() float64 {
 		best = max(best, n/time.Since(t).Seconds())
 	}
 	return best
+}
+
+// readBandwidthBytes is ReadBandwidth's buffer: past the last-level cache
+// of the CPUs we run on (16-36 MiB on laptops and Apple's chips, 32-96 MiB
+// on most servers), so that what is timed is memory.
+const readBandwidthBytes = 512 << 20
+
+// ReadBandwidth measures the host's memory read bandwidth in bytes/s the
+// way a CPU decode reads its weights: threads goroutines (GOMAXPROCS for
+// 0) each summing its share of a buffer larger than the last-level cache,
+// the best of three passes after one that faults the pages in. A decode
+// whose working set fits in the caches can read faster than this.
+func ReadBandwidth(threads int) float64 {
+	if threads <= 0 {
+		threads = goruntime.GOMAXPROCS(0)
+	}
+	buf := make([]uint64, readBandwidthBytes/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	sums := make([]uint64, threads*8) // a cache line per goroutine
+	chunk := (len(buf) + threads - 1) / threads
+	best := 0.0
+	for range 4 {
+		var wg sync.WaitGroup
+		t := time.Now()
+		for g := range threads {
+			part := buf[min(g*chunk, len(buf)):min((g+1)*chunk, len(buf))]
+			wg.Go(func() { sums[g*8] = sumWords(part) })
+		}
+		wg.Wait()
+		best = max(best, readBandwidthBytes/time.Since(t).Seconds())
+	}
+	readSink = sums[0]
+	return best
+}
+
+// readSink keeps a sum alive, so that the reads are not optimized away.
+var readSink uint64
+
+// sumWords adds the words of p in four independent chains, so that the
+// loads, not the adds, bound the loop.
+func sumWords(p []uint64) uint64 {
+	var a, b, c, d uint64
+	for len(p) >= 4 {
+		a += p[0]
+		b += p[1]
+		c += p[2]
+		d += p[3]
+		p = p[4:]
+	}
+	for _, v := range p {
+		a += v
+	}
+	return a + b + c + d
 }

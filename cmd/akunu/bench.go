@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,13 +90,12 @@ func runBench(ctx *cli.Context, args []string) error {
 	if c := m.Ctx(); max(*pp, 16)+*tg > c {
 		return cli.FlagError{Flag: "p", Msg: fmt.Sprintf("%d plus -n %d: %d positions, more than the plan's context of %d", *pp, *tg, max(*pp, 16)+*tg, c)}
 	}
-	progress := func(what string) {
-		if !*asJSON {
-			fmt.Fprintf(ctx.Stderr, "akunu: %s\n", what)
-		}
-	}
-	progress(fmt.Sprintf("pp%d and tg%d, %d runs after a warm-up", *pp, *tg, *reps))
-	r, err := m.Bench(*pp, *tg, *reps)
+	prog := newProgress(ctx.Stderr, *reps)
+	prog.phase(fmt.Sprintf("pp%d and tg%d, %d runs after a warm-up", *pp, *tg, *reps))
+	r, err := m.BenchEach(*pp, *tg, *reps, func(rep int, ppRate, tgRate float64) {
+		prog.rep(rep, fmt.Sprintf("pp %.2f t/s, tg %.2f t/s", ppRate, tgRate))
+	})
+	prog.done()
 	if err != nil {
 		return err
 	}
@@ -102,8 +104,11 @@ func runBench(ctx *cli.Context, args []string) error {
 	tgMed := runtime.Median(r.TG)
 	var rows []batchRow
 	for _, b := range batches {
-		progress(fmt.Sprintf("batched decode of %d sequences", b))
-		br, err := m.BenchBatch(b, 16, *tg, *reps)
+		prog.phase(fmt.Sprintf("batched decode of %d sequences", b))
+		br, err := m.BenchBatchEach(b, 16, *tg, *reps, func(rep int, _, tgRate float64) {
+			prog.rep(rep, fmt.Sprintf("%.2f t/s together", tgRate))
+		})
+		prog.done()
 		if err != nil {
 			return err
 		}
@@ -113,7 +118,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	}
 	var lat *latency
 	if *stream {
-		progress("a streamed generation")
+		prog.phase("a streamed generation")
 		l, err := streamLatency(m, *pp, *tg)
 		if err != nil {
 			return err
@@ -121,18 +126,20 @@ func runBench(ctx *cli.Context, args []string) error {
 		lat = &l
 	}
 	tgt := m.Plan.Header.Target
-	bw, bwSrc := tgt.BandwidthGBs*1e9, "profile "+tgt.Chip
-	if tgt.Kind == "cpu" || bw == 0 {
-		bw, bwSrc = runtime.MemcpyBandwidth(), "measured memcpy"
-	}
 	// The thread count the backend settled on (--threads 0 means every
 	// core), where the backend has one.
 	threads := *lf.threads
 	if t, ok := m.Backend().(interface{ Threads() int }); ok {
 		threads = t.Threads()
 	}
+	bw, bwSrc, measured := tgt.BandwidthGBs*1e9, "profile "+tgt.Chip, false
+	if tgt.Kind == "cpu" || bw == 0 {
+		prog.phase("the memory's read bandwidth")
+		bw, bwSrc, measured = runtime.ReadBandwidth(threads), fmt.Sprintf("measured read, %d threads", max(threads, 1)), true
+	}
 	perTok := float64(m.DecodeBytes())
 	achieved := perTok * tgM
+	bwLine, bwNote := bandwidthLine(perTok, achieved, bw, bwSrc, measured)
 	if *asJSON {
 		out := map[string]any{
 			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": threads,
@@ -141,6 +148,9 @@ func runBench(ctx *cli.Context, args []string) error {
 			"pp_runs": r.PP, "tg_runs": r.TG,
 			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved,
 			"bandwidth_bytes_s": bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
+		}
+		if bwNote != "" {
+			out["bandwidth_note"] = bwNote
 		}
 		if rows != nil {
 			out["batch"] = rows
@@ -161,8 +171,7 @@ func runBench(ctx *cli.Context, args []string) error {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%.2f ± %.2f\t\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), threads, row.test, row.m, row.sd)
 	}
 	w.Flush()
-	fmt.Fprintf(ctx.Stdout, "\ndecode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)\n",
-		perTok/1e6, achieved/1e9, 100*achieved/bw, bw/1e9, bwSrc)
+	fmt.Fprintf(ctx.Stdout, "\n%s\n", bwLine)
 	if rows != nil {
 		fmt.Fprintf(ctx.Stdout, "\nbatched decode, tg%d per sequence, median of %d runs [min–max]; against single-stream tg (median %.2f t/s):\n", *tg, *reps, tgMed)
 		w = tabwriter.NewWriter(ctx.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -195,4 +204,73 @@ func streamLatency(m *runtime.Model, pp, tg int) (latency, error) {
 	_, err = s.Generate(context.Background(), prompt, runtime.GenerateOptions{MaxTokens: tg, IgnoreEOS: true,
 		OnToken: func(int32) bool { clk.tick(); return true }})
 	return clk.latency(), err
+}
+
+// bandwidthLine says how fast decode read its bytes against the ceiling
+// bw, and note why, when it read faster than the ceiling: a share above
+// 100% is never printed bare.
+func bandwidthLine(perTok, achieved, bw float64, src string, measured bool) (line, note string) {
+	if bw <= 0 || math.IsNaN(bw) || math.IsInf(bw, 0) {
+		return fmt.Sprintf("decode reads %.1f MB/token: %.2f GB/s (no bandwidth to compare with)", perTok/1e6, achieved/1e9), ""
+	}
+	line = fmt.Sprintf("decode reads %.1f MB/token: %.2f GB/s, %.1f%% of %.1f GB/s (%s)", perTok/1e6, achieved/1e9, 100*achieved/bw, bw/1e9, src)
+	if achieved > bw {
+		note = "above the measured read bandwidth: the bytes a token reads stay in the CPU's caches between tokens"
+		if !measured {
+			note = "above the profile's bandwidth: the bytes a token reads stay in the chip's caches, or the profile's figure is low"
+		}
+		line += "; " + note
+	}
+	return line, note
+}
+
+// progress tells, on stderr, which phase of a bench runs and how each
+// repetition went: a line each, or one line rewritten on a terminal.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	reps  int
+	label string
+	open  bool // a \r line waits for its newline
+}
+
+func newProgress(w io.Writer, reps int) *progress {
+	return &progress{w: w, tty: isTerminal(w), reps: reps}
+}
+
+func (p *progress) phase(label string) {
+	p.done()
+	p.label = label
+	fmt.Fprintf(p.w, "akunu: %s\n", label)
+}
+
+func (p *progress) rep(rep int, what string) {
+	run := fmt.Sprintf("run %d/%d", rep, p.reps)
+	if rep == 0 {
+		run = "warm-up"
+	}
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\x1b[Kakunu:   %s: %s", run, what)
+		p.open = true
+		return
+	}
+	fmt.Fprintf(p.w, "akunu:   %s: %s\n", run, what)
+}
+
+// done ends a rewritten line.
+func (p *progress) done() {
+	if p.open {
+		fmt.Fprintln(p.w)
+		p.open = false
+	}
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

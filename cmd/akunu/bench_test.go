@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestBandwidthLineNeverShowsABareShareAbove100(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		achieved, bw   float64
+		measured       bool
+		want, wantNote string
+	}{
+		{"a share below 100% is plain", 10e9, 20e9, true, "50.0% of 20.0 GB/s (measured read, 2 threads)", ""},
+		{"above the measured bandwidth says the caches", 93e9, 20e9, true, "465.0% of 20.0 GB/s (measured read, 2 threads); above the measured read bandwidth: the bytes a token reads stay in the CPU's caches", "caches"},
+		{"above a profile's figure says so", 150e9, 100e9, false, "150.0% of 100.0 GB/s (measured read, 2 threads); above the profile's bandwidth", "profile"},
+		{"no bandwidth, no share", 10e9, 0, true, "10.00 GB/s (no bandwidth to compare with)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			line, note := bandwidthLine(2.4e6, tc.achieved, tc.bw, "measured read, 2 threads", tc.measured)
+			if !strings.Contains(line, tc.want) || !strings.Contains(note, tc.wantNote) || (tc.wantNote == "") != (note == "") {
+				t.Errorf("line %q, note %q; want %q in the line, %q in the note", line, note, tc.want, tc.wantNote)
+			}
+			if !strings.HasPrefix(line, "decode reads 2.4 MB/token: ") {
+				t.Errorf("line %q", line)
+			}
+		})
+	}
+}
+
+// TestBenchProgressIsALineARunOffATerminal: a bench tells each run as it
+// ends; into a file or a pipe that is a line each, never a carriage return.
+func TestBenchProgressIsALineARunOffATerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 2)
+	p.phase("pp8 and tg8, 2 runs after a warm-up")
+	for rep := range 3 {
+		p.rep(rep, "tg 10.00 t/s")
+	}
+	p.done()
+	p.phase("batched decode of 2 sequences")
+	want := "akunu: pp8 and tg8, 2 runs after a warm-up\n" +
+		"akunu:   warm-up: tg 10.00 t/s\nakunu:   run 1/2: tg 10.00 t/s\nakunu:   run 2/2: tg 10.00 t/s\n" +
+		"akunu: batched decode of 2 sequences\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+	// On a terminal the runs rewrite one line, ended before the next phase.
+	p = &progress{w: &b, tty: true, reps: 1}
+	b.Reset()
+	p.phase("x")
+	p.rep(1, "y")
+	p.phase("z")
+	if want := "akunu: x\n\r\x1b[Kakunu:   run 1/1: y\nakunu: z\n"; b.String() != want {
+		t.Errorf("terminal: got %q, want %q", b.String(), want)
+	}
+}
