@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 )
 
 // Mapping is a GGUF file mapped read-only into memory, with its header
@@ -13,12 +14,18 @@ import (
 // file, so it is page-aligned (what Metal's no-copy buffers need).
 //
 // The slices are valid until Close. Truncating the file while it is mapped
-// makes touching the lost pages fault (SIGBUS); do not do that.
+// makes touching the lost pages fault (SIGBUS): CheckSize notices a file
+// that shrank, and the weight sums (fingerprint.go) turn a fault into
+// ErrFault; other readers of the slices still crash.
 type Mapping struct {
 	*File
 	data   []byte
 	unmap  func([]byte) error
 	closed bool
+	// fd stays open while mapped, so that CheckSize can fstat the file the
+	// mapping is of, even after it was renamed or replaced.
+	fd   *os.File
+	path string
 }
 
 // Map opens the GGUF file at path, maps all of it read-only and parses its
@@ -29,24 +36,43 @@ func Map(path string) (*Mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	defer fd.Close() // the mapping outlives the descriptor
 	st, err := fd.Stat()
 	if err != nil {
+		fd.Close()
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
 	if !st.Mode().IsRegular() {
+		fd.Close()
 		return nil, fmt.Errorf("gguf: %s: not a regular file", path)
 	}
 	data, unmap, err := mapFile(fd, st.Size())
 	if err != nil {
+		fd.Close()
 		return nil, fmt.Errorf("gguf: map %s: %w", path, err)
 	}
-	f, err := Read(bytes.NewReader(data), int64(len(data)))
+	m := &Mapping{data: data, unmap: unmap, fd: fd, path: path}
+	f, err := m.readHeader()
 	if err != nil {
-		unmap(data)
+		m.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &Mapping{File: f, data: data, unmap: unmap}, nil
+	m.File = f
+	return m, nil
+}
+
+// readHeader parses the header from the mapping; a fault while doing so
+// (the file shrank between the fstat and the read) is an error.
+func (m *Mapping) readHeader() (f *File, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(interface{ Addr() uintptr }); !ok {
+				panic(r)
+			}
+			f, err = nil, fmt.Errorf("gguf: reading the header faulted: the file shrank while mapped: %w", ErrFault)
+		}
+	}()
+	return Read(bytes.NewReader(m.data), int64(len(m.data)))
 }
 
 // Bytes is the whole file as mapped.
@@ -84,8 +110,13 @@ func (m *Mapping) Close() error {
 	m.closed = true
 	data := m.data
 	m.data = nil
-	if len(data) == 0 {
-		return nil
+	var err error
+	if len(data) != 0 {
+		err = m.unmap(data)
 	}
-	return m.unmap(data)
+	if m.fd != nil {
+		m.fd.Close()
+		m.fd = nil
+	}
+	return err
 }
