@@ -230,11 +230,7 @@ func planNameFor(model string) string {
 // file.
 func (p *Plan) CheckModel(fileSize int64, headerHash [32]byte) error {
 	m := p.Header.Model
-	planName := p.name
-	if planName == "" {
-		planName = planNameFor(m.File)
-	}
-	hint := fmt.Sprintf("recompile with: akunuc compile %s -o %s", m.File, planName)
+	planName, hint := p.recompileHint()
 	switch {
 	case fileSize < 0 || uint64(fileSize) != m.Size:
 		return fmt.Errorf("plan: %s was compiled for a different model file (%s of %d bytes; this one has %d bytes); %s: %w",

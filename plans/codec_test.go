@@ -114,8 +114,9 @@ func TestRefusals(t *testing.T) {
 		is   error
 		want string // the whole one-line message
 	}{
-		{"a plan needing a newer runtime", withVersions(good, 3, 3), ErrTooNew,
-			"plan: model.plan has format version 3 and needs a runtime of version 3; this runtime reads up to 2; upgrade akunu or recompile the plan: plan too new"},
+		{"a plan needing a newer runtime", withVersions(good, FormatVersion+1, FormatVersion+1), ErrTooNew,
+			fmt.Sprintf("plan: model.plan has format version %d and needs a runtime of version %d; this runtime reads up to %d; upgrade akunu or recompile the plan: plan too new",
+				FormatVersion+1, FormatVersion+1, FormatVersion)},
 		{"a GGUF file", []byte("GGUF\x03\x00\x00\x00rest"), ErrNotPlan,
 			"plan: model.plan is a GGUF model, not a plan; compile it with: akunuc compile model.plan -o model.plan: not an akunu plan"},
 		{"something else", []byte("#!/bin/sh\n"), ErrNotPlan,
@@ -130,7 +131,7 @@ func TestRefusals(t *testing.T) {
 			fmt.Sprintf("plan: model.plan is too long: the preamble promises a %d-byte body, the file holds %d; recompile it: corrupt plan", len(good)-56, len(good)-55)},
 		{"format version 0", withVersions(good, 0, 0), ErrCorrupt,
 			"plan: model.plan has format version 0 and minimum runtime 0, which no writer produces; the file is damaged, recompile it: corrupt plan"},
-		{"a minimum runtime above the format", withVersions(good, 2, 3), ErrTooNew, ""},
+		{"a minimum runtime above the format", withVersions(good, FormatVersion, FormatVersion+1), ErrTooNew, ""},
 		{"a body that is not a plan", reseal(append(bytes.Clone(good[:preambleSize]), 0x95, 1, 2, 3, 4, 5)), ErrCorrupt,
 			"plan: model.plan does not decode (body byte 1, header: want an array, found msgpack code 0x01); recompile it: corrupt plan"},
 	}
@@ -246,13 +247,14 @@ func TestNewerFieldsAreSkipped(t *testing.T) {
 	extra := map[string]any{"future": []any{1, "two", []any{3.5, true}}, "bin": []byte{1, 2}}
 	// The plan, its header, and decode's first command (programs, 0,
 	// commands, 0).
-	data := withVersions(appendFields(t, good, extra, []int{}, []int{0}, []int{4, 0, 2, 0}), FormatVersion+1, FormatVersion)
+	minRT := Example().Header.MinRuntime
+	data := withVersions(appendFields(t, good, extra, []int{}, []int{0}, []int{4, 0, 2, 0}), FormatVersion+1, minRT)
 	p, err := Decode("", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Header.Format != FormatVersion+1 || p.Header.MinRuntime != FormatVersion {
-		t.Errorf("versions %d, %d; want %d, %d", p.Header.Format, p.Header.MinRuntime, FormatVersion+1, FormatVersion)
+	if p.Header.Format != FormatVersion+1 || p.Header.MinRuntime != minRT {
+		t.Errorf("versions %d, %d; want %d, %d", p.Header.Format, p.Header.MinRuntime, FormatVersion+1, minRT)
 	}
 	p.Header.Format = FormatVersion
 	if !reflect.DeepEqual(p, Example()) {
@@ -272,7 +274,7 @@ func TestMissingFieldsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Decode("", reseal(append(bytes.Clone(good[:preambleSize]), body.Bytes()...)))
-	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "header: 3 fields, format 2 has 4") {
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("header: 3 fields, format %d has 4", FormatVersion)) {
 		t.Fatalf("got %v", err)
 	}
 }

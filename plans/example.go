@@ -94,6 +94,14 @@ func Example() *Plan {
 	}
 	outNorm := weight("output_norm.weight", "f32", 4*dim, dim)
 	p.Header.Model.Size = next
+	p.Header.Model.Path = "/models/example.gguf"
+	p.Header.Model.Weights = Weights{Scheme: "example sums", Full: true}
+	for _, b := range p.Buffers {
+		if b.Kind == BufWeight {
+			p.Header.Model.Weights.Tensors = append(p.Header.Model.Weights.Tensors, TensorSum{Name: b.Tensor,
+				Sampled: sha256.Sum256([]byte("sampled " + b.Tensor)), Full: sha256.Sum256([]byte("full " + b.Tensor))})
+		}
+	}
 
 	freqs := make([]byte, 4*headDim/2)
 	for i := range headDim / 2 {

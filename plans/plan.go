@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 2
+	FormatVersion = 3
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -113,6 +113,13 @@ type ModelFile struct {
 	HeaderSHA256 [32]byte
 	// DataOffset is where the tensor data section starts.
 	DataOffset uint64
+	// Path (format 3) is the file's absolute path when it was compiled: a
+	// hint where to look for it (ModelPathFor), never trusted as identity.
+	Path string
+	// Weights (format 3) are sums of the tensor data, so a load can tell
+	// these weights from others behind the same header (weights.go). A
+	// plan of format 1 or 2 has none, and its weights are not checked.
+	Weights Weights
 }
 
 // Model is what the runtime needs to know about the model beyond its

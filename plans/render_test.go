@@ -107,7 +107,7 @@ func ptr[T any](v T) *T { return &v }
 func TestRenderOfAnUnencodedPlanShowsTheVersionsEncodeWrites(t *testing.T) {
 	p := Example()
 	p.Header.Format, p.Header.MinRuntime = 0, 0
-	if first := strings.SplitN(render(t, p), "\n", 2)[0]; first != "akunu plan format 2, min runtime 2" {
+	if first := strings.SplitN(render(t, p), "\n", 2)[0]; first != fmt.Sprintf("akunu plan format %d, min runtime 2", FormatVersion) {
 		t.Errorf("first line %q", first)
 	}
 }

@@ -71,6 +71,24 @@ func (m *ModelFile) fields() []field {
 		{"size", 1, &m.Size},
 		{"header_sha256", 1, &m.HeaderSHA256},
 		{"data_offset", 1, &m.DataOffset},
+		{"path", 3, &m.Path},
+		{"weights", 3, &m.Weights},
+	}
+}
+
+func (w *Weights) fields() []field {
+	return []field{
+		{"scheme", 3, &w.Scheme},
+		{"full", 3, &w.Full},
+		{"tensors", 3, list(&w.Tensors, MaxTensorSums)},
+	}
+}
+
+func (t *TensorSum) fields() []field {
+	return []field{
+		{"name", 3, &t.Name},
+		{"sampled", 3, &t.Sampled},
+		{"full", 3, &t.Full},
 	}
 }
 
@@ -232,7 +250,7 @@ func (t *PatchTarget) set(v uint8) {
 // listing and its test.
 func schemaRecords() []record {
 	return []record{
-		&Plan{}, &Header{}, &Target{}, &Tuning{}, &ModelFile{}, &Model{}, &HParams{},
+		&Plan{}, &Header{}, &Target{}, &Tuning{}, &ModelFile{}, &Weights{}, &TensorSum{}, &Model{}, &HParams{},
 		&Tokenizer{}, &Buffer{}, &Pipeline{}, &Constant{}, &Program{}, &Command{},
 		&Binding{}, &Patch{},
 	}
