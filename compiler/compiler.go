@@ -29,6 +29,10 @@ type Options struct {
 	// Ctx is the plan's maximum context (KV cache positions); 0 means
 	// min(ctx_train, DefaultCtx).
 	Ctx int
+	// SampledSumsOnly records only the sampled weight sums, not the sums
+	// of every byte: compiling then reads ~32 KiB a tensor instead of the
+	// whole model, and `akunu verify-model` cannot check the plan.
+	SampledSumsOnly bool
 	// Verbose, when set, receives one line per pass: its name, its time and
 	// a one-line summary.
 	Verbose io.Writer
@@ -44,17 +48,28 @@ var (
 	ErrOptions = errors.New("bad options")
 )
 
-// Compile opens the GGUF file at modelPath (its header only) and compiles it.
+// Compile maps the GGUF file at modelPath and compiles it. The passes read
+// its header; the weights pass also reads its tensor data, to record the
+// sums a load checks (ADR 0013), and records the file's absolute path.
 func Compile(modelPath string, o Options) (*plans.Plan, error) {
-	f, err := gguf.Open(modelPath)
+	mp, err := gguf.Map(modelPath)
 	if err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
-	return CompileFile(f, filepath.Base(modelPath), o)
+	defer mp.Close()
+	s := &state{file: mp.File, fileName: filepath.Base(modelPath), opts: o, mapping: mp}
+	if s.modelPath, err = filepath.Abs(modelPath); err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	if err := run(s, o.Verbose); err != nil {
+		return nil, err
+	}
+	return s.plan, nil
 }
 
 // CompileFile compiles a parsed GGUF header; fileName is recorded in the
-// plan (its base name, for messages).
+// plan (its base name, for messages). With no tensor data at hand, the plan
+// records no weight sums and no path.
 func CompileFile(f *gguf.File, fileName string, o Options) (*plans.Plan, error) {
 	s := &state{file: f, fileName: filepath.Base(fileName), opts: o}
 	if err := run(s, o.Verbose); err != nil {
@@ -70,6 +85,10 @@ type state struct {
 	file     *gguf.File
 	fileName string
 	opts     Options
+	// mapping and modelPath (absolute) are set when compiling from a file
+	// (Compile): the weights pass sums its tensors.
+	mapping   *gguf.Mapping
+	modelPath string
 
 	// lower
 	arch    *specs.Arch
@@ -108,6 +127,7 @@ var passes = []pass{
 	{"select", selectPass, true, "a catalog kernel per node and program, by dtype, shape and tuning"},
 	{"buffers", bufferPass, true, "scratch (ping-pong by liveness), KV per layer, io buffers, exact sizes"},
 	{"emit", emitPass, true, "commands, bindings, params, geometry, patches; header and model"},
+	{"weights", weightsPass, true, "sums of every tensor's bytes (sampled; and full unless SampledSumsOnly) and the model's path"},
 	{"validate", validatePass, true, "plans.Validate"},
 }
 
@@ -121,6 +141,7 @@ var passOrder = [...]struct{ a, b string }{
 	{"select", "buffers"}, // the parallel attention's scratch depends on the kernel
 	{"buffers", "emit"},
 	{"emit", "validate"},
+	{"emit", "weights"}, // it fills the header emit made
 }
 
 func init() {

@@ -24,7 +24,7 @@ func TestPassTableKeepsItsOrder(t *testing.T) {
 	for _, p := range Passes() {
 		names = append(names, p.Name)
 	}
-	if want := "lower fuse check layout select buffers emit validate"; strings.Join(names, " ") != want {
+	if want := "lower fuse check layout select buffers emit weights validate"; strings.Join(names, " ") != want {
 		t.Errorf("passes %v", names)
 	}
 }

@@ -42,7 +42,7 @@ func TestCompileVerboseListsEveryPass(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, se)
 	}
-	for _, pass := range []string{"lower", "fuse", "layout", "select", "buffers", "emit", "validate"} {
+	for _, pass := range []string{"lower", "fuse", "layout", "select", "buffers", "emit", "weights", "validate"} {
 		if !strings.Contains(se, pass) {
 			t.Errorf("-v output lacks pass %q:\n%s", pass, se)
 		}
