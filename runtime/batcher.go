@@ -122,6 +122,21 @@ func (b *Batcher) Step(ctx context.Context) error {
 			b.owner = append(b.owner, g)
 			b.b.ReadLogits = b.b.ReadLogits || g.g.needLogits()
 			outs++
+			if sp := g.g.spec; sp != nil {
+				// A speculating generation's drafts are rows of the
+				// step too, every one out (spec.go verifies them).
+				d, err := sp.draft(ctx, g.g, s.hist, sp.want(g.g, pos, m.MaxOutputs()-outs))
+				if err != nil {
+					g.err = err
+					d = nil
+				}
+				sp.cur, sp.pending, sp.pos = d, true, pos
+				for i, t := range d {
+					b.b.Add(t, int32(pos+1+i), int32(s.seq), true)
+					b.owner = append(b.owner, g)
+				}
+				outs += len(d)
+			}
 		}
 	}
 	budget := b.PrefillRows
@@ -164,8 +179,19 @@ func (b *Batcher) Step(ctx context.Context) error {
 		b.gens = b.gens[:0]
 		return err
 	}
-	for j, g := range b.owner {
+	for j := 0; j < len(b.owner); j++ {
+		g := b.owner[j]
 		s := g.s
+		if sp := g.g.spec; sp != nil && sp.pending {
+			sp.pending = false
+			stop, done := sp.verify(g.g, s, j, sp.pos, sp.cur)
+			m.Rewind(s.seq, len(s.hist)-1) // the rows of rejected drafts are forgotten
+			j += len(sp.cur)
+			if done || g.err != nil {
+				b.end(g, stop)
+			}
+			continue
+		}
 		tok := m.OutputToken(j)
 		if g.g.needLogits() {
 			tok = g.g.choose(m.OutputLogits(j), s.Pos()-1, s.hist)

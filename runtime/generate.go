@@ -61,6 +61,10 @@ type GenerateOptions struct {
 	// one chain of decode steps may take, so that tokens arrive steadily
 	// rather than a chain at a time: 0 means DefaultLatency.
 	Latency time.Duration
+	// Spec, when set with a Drafter, decodes speculatively: drafts
+	// checked in one batched pass (spec.go). The tokens are those of plain
+	// decoding (greedy: the same; sampled: the same distribution).
+	Spec *Speculation
 }
 
 // streaming reports whether a caller sees tokens as they come.
@@ -102,6 +106,8 @@ type Result struct {
 	// PromptTime covers prefill and the choice of the first token;
 	// DecodeTime the rest. FirstToken is from the call to the first token.
 	PromptTime, DecodeTime, FirstToken time.Duration
+	// Spec counts the speculative passes (GenerateOptions.Spec).
+	Spec SpecStats
 }
 
 // generation is one generation's state, whichever loop drives it (a
@@ -120,6 +126,8 @@ type generation struct {
 	// host: every step's logits must reach the host (processors,
 	// observers); the device's chains cannot serve it.
 	host bool
+	// spec is the speculative decoding state (GenerateOptions.Spec).
+	spec *specState
 }
 
 func newGeneration(m *Model, o GenerateOptions, res *Result, t0 time.Time) *generation {
@@ -140,6 +148,9 @@ func newGeneration(m *Model, o GenerateOptions, res *Result, t0 time.Time) *gene
 	if o.OnText != nil || len(o.Stop) > 0 {
 		g.text = newTextStream(m.Tokenizer, o.Stop, o.OnText)
 	}
+	if o.Spec != nil && o.Spec.Drafter != nil {
+		g.spec = newSpecState(m, *o.Spec)
+	}
 	if o.MaxTokens > 0 { // no growth, hence no allocation, per token
 		res.Tokens = make([]int32, 0, min(o.MaxTokens, m.Ctx()+1))
 	}
@@ -154,6 +165,16 @@ func (g *generation) needLogits() bool { return g.host || !g.greedy }
 // place by the processors): pos is the position of the token whose
 // logits these are, the noise stream's counter.
 func (g *generation) choose(logits []float32, pos int, hist []int32) int32 {
+	g.prepare(logits, hist)
+	sp := g.sp
+	sp.Position = uint32(pos)
+	return g.chosen(logits, g.smp.Draw(logits, sp))
+}
+
+// prepare shows a step's logits to the observers (TopLogits, Logits) and
+// runs the processors over them, in place: what every host choice of a
+// token does first, speculative verification's included.
+func (g *generation) prepare(logits []float32, hist []int32) {
 	if g.o.TopLogits > 0 {
 		g.res.TopLogits = append(g.res.TopLogits, topLogits(logits, g.o.TopLogits))
 	}
@@ -163,9 +184,11 @@ func (g *generation) choose(logits []float32, pos int, hist []int32) int32 {
 	for _, p := range g.procs {
 		p.Process(logits, hist)
 	}
-	sp := g.sp
-	sp.Position = uint32(pos)
-	tok := g.smp.Draw(logits, sp)
+}
+
+// chosen records tok's log-probabilities (LogProbs) in the processed
+// logits it was chosen from, and returns it.
+func (g *generation) chosen(logits []float32, tok int32) int32 {
 	if g.o.LogProbs {
 		g.res.LogProbs = append(g.res.LogProbs, logProbs(logits, tok, g.o.TopLogProbs))
 	}

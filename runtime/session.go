@@ -125,6 +125,8 @@ func (s *Session) Generate(ctx context.Context, input []int32, o GenerateOptions
 	if !done {
 		var err error
 		switch {
+		case g.spec != nil:
+			stop, err = s.decodeSpec(ctx, g)
 		case g.host:
 			stop, err = s.decodeHost(ctx, g)
 		case s.serial:

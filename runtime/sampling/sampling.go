@@ -246,3 +246,70 @@ func (s *Sampler) topP(m, z, topP float32) {
 		}
 	}
 }
+
+// Probs writes into p (len(logits) floats) the distribution Draw samples
+// from: each candidate's tempered probability, normalized, and 0 for every
+// other token; a greedy params (or logits with nothing finite) is a point
+// mass on the argmax. Speculative verification weighs drafts by it, so it
+// must describe exactly what unspeculated sampling draws from.
+func (s *Sampler) Probs(logits []float32, prm Params, p []float32) {
+	clear(p)
+	m, ok := s.filter(logits, &prm)
+	if !ok || s.n == 0 {
+		p[Argmax(logits)] = 1
+		return
+	}
+	invT := 1 / prm.Temperature
+	var z float64
+	for c := range s.n {
+		v := math.Exp(float64((s.lv[c] - m) * invT))
+		p[s.idx[c]] = float32(v)
+		z += v
+	}
+	if !(z > 0) || math.IsInf(z, 0) {
+		clear(p)
+		p[Argmax(logits)] = 1
+		return
+	}
+	inv := 1 / z
+	for c := range s.n {
+		p[s.idx[c]] = float32(float64(p[s.idx[c]]) * inv)
+	}
+}
+
+// Uniform is a number in (0, 1) from the counter-based stream (seed,
+// position, stream): 53 bits from two hashes, so that a draw by inverse
+// CDF can reach every token of a large vocabulary. Speculative sampling's
+// accept/reject draws use it, so a seed reproduces them without state.
+func Uniform(seed, position, stream uint32) float64 {
+	k := Key(seed^(stream*0x632BE5AB+0x85157AF5), position)
+	hi := uint64(fmix32(k^0x68E31DA4)) >> 5 // 27 bits
+	lo := uint64(fmix32(k^0xB5297A4D)) >> 6 // 26 bits
+	return (float64(hi<<26|lo) + 0.5) / (1 << 53)
+}
+
+// Pick draws a token from weights w (non-negative, not necessarily
+// normalized) by inverse CDF at u ∈ (0, 1): the first token whose
+// cumulative weight reaches u·Σw. All-zero weights pick the argmax.
+func Pick(w []float32, u float64) int32 {
+	var z float64
+	for _, v := range w {
+		if v > 0 {
+			z += float64(v)
+		}
+	}
+	if !(z > 0) {
+		return Argmax(w)
+	}
+	t, cum, last := u*z, 0.0, int32(-1)
+	for i, v := range w {
+		if v > 0 {
+			cum += float64(v)
+			last = int32(i)
+			if cum >= t {
+				return int32(i)
+			}
+		}
+	}
+	return last // rounding left t past the sum: the last token with weight
+}

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/sampling"
+)
+
+// NGram drafts by prompt lookup: the longest suffix of the conversation,
+// from MaxMatch tokens down to MinMatch, that occurred before, most recent
+// occurrence first; the drafts are the tokens that followed it. It costs
+// a scan of the history and no model: text that repeats its prompt (a
+// code edit, a summary quoting its source) drafts well, other text finds
+// no match and decodes as without it. It holds no state.
+type NGram struct {
+	MinMatch, MaxMatch int // 0: 2 and 4
+}
+
+// Draft implements Drafter.
+func (n *NGram) Draft(_ context.Context, hist []int32, most int, _ sampling.Params, out []int32) ([]int32, error) {
+	lo, hi := n.MinMatch, n.MaxMatch
+	if lo <= 0 {
+		lo = 2
+	}
+	if hi <= 0 {
+		hi = 4
+	}
+	hi = max(hi, lo)
+	h := len(hist)
+	for l := min(hi, h-1); l >= lo; l-- {
+		key := hist[h-l:]
+		for j := h - l - 1; j >= 0; j-- {
+			if hist[j] != key[0] || !slices.Equal(hist[j:j+l], key) {
+				continue
+			}
+			from := j + l
+			return append(out, hist[from:min(from+most, h)]...), nil
+		}
+	}
+	return out, nil
+}
+
+// Q implements Drafter: a lookup's draft is a point mass.
+func (n *NGram) Q(int) []float32 { return nil }
+
+// ModelDrafter drafts with a smaller model of the same vocabulary, on a
+// session of its own that follows the target's conversation: each Draft
+// rewinds it to what it shares with the history (the target's rejections
+// are the draft's too), feeds the rest and decodes the drafts (greedy: a
+// chain on the device; sampled: a step at a time, each draft drawn from
+// the draft model's distribution q, kept for verification).
+type ModelDrafter struct {
+	m     *Model
+	s     *Session
+	b     Batch
+	q     []float32 // max drafts of the vocabulary
+	smp   *sampling.Sampler
+	nq    int
+	most  int
+	logit []float32
+}
+
+// NewModelDrafter checks that draft's vocabulary is target's (ErrDraftVocab
+// otherwise) and opens a session on draft for drafts of at most most
+// tokens. Close releases it.
+func NewModelDrafter(target, draft *Model, most int) (*ModelDrafter, error) {
+	if err := CheckDraftVocab(target, draft); err != nil {
+		return nil, err
+	}
+	if len(draft.batch) == 0 {
+		return nil, fmt.Errorf("runtime: the draft model's plan has no batch programs; recompile it with this akunuc: %w", ErrUnsupportedPlan)
+	}
+	s, err := draft.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("runtime: the draft model: %w", err)
+	}
+	most = max(1, most)
+	n := draft.Ctx()
+	return &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most,
+		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}, nil
+}
+
+// Close gives the draft session's slot back.
+func (d *ModelDrafter) Close() { d.s.Close() }
+
+// CheckDraftVocab refuses a draft model whose vocabulary is not the
+// target's: the same logits width, the same tokens in the same order and
+// the same special ids (its drafts are the target's token ids).
+func CheckDraftVocab(target, draft *Model) error {
+	tv, dv := target.Tokenizer.Vocab(), draft.Tokenizer.Vocab()
+	switch {
+	case target.vocab != draft.vocab:
+		return fmt.Errorf("runtime: draft model: %d logits a row, the target %d: %w", draft.vocab, target.vocab, ErrDraftVocab)
+	case len(tv.Tokens) != len(dv.Tokens):
+		return fmt.Errorf("runtime: draft model: %d tokens, the target %d: %w", len(dv.Tokens), len(tv.Tokens), ErrDraftVocab)
+	}
+	for i := range tv.Tokens {
+		if tv.Tokens[i] != dv.Tokens[i] {
+			return fmt.Errorf("runtime: draft model: token %d is %q, the target's %q: %w", i, dv.Tokens[i], tv.Tokens[i], ErrDraftVocab)
+		}
+	}
+	specials := []struct {
+		name string
+		t, d int32
+	}{{"bos", tv.BOS, dv.BOS}, {"eos", tv.EOS, dv.EOS}, {"eot", tv.EOT, dv.EOT}, {"eom", tv.EOM, dv.EOM}, {"pad", tv.PAD, dv.PAD}}
+	for _, s := range specials {
+		if s.t != s.d {
+			return fmt.Errorf("runtime: draft model: %s token %d, the target's %d: %w", s.name, s.d, s.t, ErrDraftVocab)
+		}
+	}
+	if !slices.Equal(tv.EOG, dv.EOG) {
+		return fmt.Errorf("runtime: draft model: end-of-generation tokens %v, the target's %v: %w", dv.EOG, tv.EOG, ErrDraftVocab)
+	}
+	return nil
+}
+
+// Q implements Drafter.
+func (d *ModelDrafter) Q(i int) []float32 {
+	if i < 0 || i >= d.nq {
+		return nil
+	}
+	return d.q[i*d.m.vocab : (i+1)*d.m.vocab]
+}
+
+// Draft implements Drafter.
+func (d *ModelDrafter) Draft(ctx context.Context, hist []int32, most int, sp sampling.Params, out []int32) ([]int32, error) {
+	m, s := d.m, d.s
+	d.nq = 0
+	h := len(hist)
+	most = min(most, d.most, m.chainChunk(), m.Ctx()-h)
+	if h == 0 || most <= 0 || h > cap(s.hist) {
+		return out, nil
+	}
+	// Follow the target: keep what the session shares with hist.
+	lcp := 0
+	for lcp < min(len(s.hist), h) && s.hist[lcp] == hist[lcp] {
+		lcp++
+	}
+	s.Rewind(lcp)
+	s.hist = append(s.hist, hist[lcp:]...)
+	if pos := s.Pos(); pos < h-1 {
+		b := &d.b
+		b.Reset()
+		for i := pos; i < h-1; i++ {
+			b.Add(hist[i], int32(i), int32(s.seq), false)
+		}
+		if err := m.Forward(ctx, b); err != nil {
+			s.Rewind(pos)
+			return out, err
+		}
+	}
+	if err := m.writeToken(0, hist[h-1]); err != nil {
+		return out, err
+	}
+	start := len(out)
+	if sp.Temperature <= 0 {
+		// Greedy: one chain of most steps, its argmaxes the drafts.
+		if err := s.chain(m.decode, most); err != nil {
+			return out, err
+		}
+		if err := m.be.Read(s.rb[:4*most], m.io.tokens, 4); err != nil {
+			return out, err
+		}
+		for i := range most {
+			out = append(out, int32(u32At(s.rb, i)))
+		}
+		m.kv.len[s.seq] += most
+	} else {
+		logits := m.out.logits[:m.vocab]
+		for i := range most {
+			pos := h - 1 + i
+			m.step[0] = plans.Step{Pos: uint32(pos), Batch: 1, Seq: uint32(s.seq)}
+			if err := m.replay(m.decode); err != nil {
+				return out[:start], err
+			}
+			m.kv.len[s.seq]++
+			if err := m.be.Read(f32Bytes(logits), m.io.logits, 0); err != nil {
+				return out[:start], fmt.Errorf("runtime: reading the draft's logits: %w", err)
+			}
+			prm := sp
+			prm.Position = uint32(pos)
+			q := d.q[i*m.vocab : (i+1)*m.vocab]
+			d.smp.Probs(logits, prm, q)
+			t := sampling.Pick(q, sampling.Uniform(sp.Seed, prm.Position, streamDraft))
+			out = append(out, t)
+			d.nq = i + 1
+			if i+1 < most {
+				if err := m.writeToken(0, t); err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	// The session holds hist and the drafts, the last one pending.
+	s.hist = append(s.hist, out[start:]...)
+	m.kv.len[s.seq] = len(s.hist) - 1
+	return out, nil
+}

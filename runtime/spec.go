@@ -1,0 +1,418 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/sampling"
+)
+
+// Speculative decoding (docs/adr/0014-speculative.md): a Drafter proposes
+// k tokens to follow the conversation; one Forward of k+1 rows (the pending
+// token and the drafts, every row out) gives the target's choice after
+// each; the longest prefix of drafts the target agrees with is accepted,
+// then the target's own token after it. The weights are read once for up
+// to k+1 tokens. Rows past the first disagreement leave KV entries past
+// the slot's length, which the next pass overwrites before it reads them
+// (the invariant of chain decode), so a rejected draft leaves no trace.
+
+// ErrDraftVocab: a draft model whose vocabulary is not the target's.
+var ErrDraftVocab = errors.New("the draft model's vocabulary differs from the target's")
+
+// Drafter proposes tokens to follow a conversation. Its methods are called
+// from the loop that drives the generation, one at a time.
+type Drafter interface {
+	// Draft appends to out up to max tokens that may follow hist (every
+	// token so far, the pending one last) and returns it. sp are the
+	// generation's sampling knobs (temperature 0: greedy), for a drafter
+	// that samples its drafts. It must not keep hist or out.
+	Draft(ctx context.Context, hist []int32, max int, sp sampling.Params, out []int32) ([]int32, error)
+	// Q is the distribution (a vocabulary's floats) draft i of the last
+	// Draft was sampled from, or nil when the draft is a point mass (an
+	// n-gram lookup, greedy drafting): speculative sampling's q.
+	Q(i int) []float32
+}
+
+// Speculation configures speculative decoding.
+type Speculation struct {
+	Drafter Drafter
+	// Max bounds the drafts a pass (0: DefaultDraftMax), and so does the
+	// plan: a pass is at most MaxOutputs rows. Min: fewer drafts than Min
+	// are not worth a pass, and the step decodes one token instead (0: 1).
+	Max, Min int
+	// Fixed drafts Max every pass instead of adapting the length to the
+	// acceptance rate (tests, and benchmarks of the drafter alone).
+	Fixed bool
+	// RowCost is what a verified row costs beside a decode step, for the
+	// adaptive length (0: DefaultRowCost).
+	RowCost float64
+	// acceptRule replaces speculative sampling's rule (tests: a wrong
+	// rule must fail the distribution test).
+	acceptRule func(p, q float32, u float64) bool
+}
+
+// Defaults of Speculation.
+const (
+	DefaultDraftMax = 8
+	DefaultRowCost  = 0.15
+)
+
+// SpecStats count a generation's speculation.
+type SpecStats struct {
+	Passes   int // verify passes (each gives 1 + its accepted drafts)
+	Drafted  int // drafts verified
+	Accepted int // drafts accepted
+	Plain    int // tokens decoded without drafts
+}
+
+// AcceptRate is the share of verified drafts accepted.
+func (s SpecStats) AcceptRate() float64 {
+	if s.Drafted == 0 {
+		return 0
+	}
+	return float64(s.Accepted) / float64(s.Drafted)
+}
+
+// TokensPerPass is the tokens a verify pass gave.
+func (s SpecStats) TokensPerPass() float64 {
+	if s.Passes == 0 {
+		return 0
+	}
+	return float64(s.Passes+s.Accepted) / float64(s.Passes)
+}
+
+// Streams of sampling.Uniform that speculation draws from, apart from one
+// another and from the Gumbel noise, so that a seed reproduces each.
+const (
+	streamAccept   = 1 // accept a draft with probability min(1, p/q)
+	streamResidual = 2 // a rejected draft's replacement, from max(0, p−q)
+	streamBonus    = 3 // the token after the last accepted draft, from p
+	streamDraft    = 4 // a draft model's sampled drafts, from q
+)
+
+// specState is one generation's speculation: the drafter, the adaptive
+// length, and memory for the drafts and the distributions.
+type specState struct {
+	o      Speculation
+	ad     adapt
+	drafts []int32
+	batch  Batch
+	p, r   []float32 // the target's distribution and the residual
+	// acceptRule decides a draft with target probability p and draft
+	// probability q at uniform u (the tests swap a wrong rule in to show
+	// that the distribution test can fail).
+	acceptRule func(p, q float32, u float64) bool
+	// cur are the drafts of the pass in flight (a Batcher step), pending
+	// whether its rows await verification, pos their first row's position.
+	cur     []int32
+	pending bool
+	pos     int
+}
+
+func newSpecState(m *Model, o Speculation) *specState {
+	if o.Max <= 0 {
+		o.Max = DefaultDraftMax
+	}
+	o.Min = max(o.Min, 1)
+	if o.RowCost <= 0 {
+		o.RowCost = DefaultRowCost
+	}
+	n := max(o.Max, 1)
+	sp := &specState{o: o, drafts: make([]int32, 0, n), p: make([]float32, m.vocab), r: make([]float32, m.vocab),
+		acceptRule: acceptDraft}
+	if o.acceptRule != nil {
+		sp.acceptRule = o.acceptRule
+	}
+	sp.ad = adapt{lo: o.Min, hi: o.Max, rowCost: o.RowCost, rate: 0.6, fixed: o.Fixed}
+	sp.batch = Batch{Tokens: make([]int32, 0, n+1), Pos: make([]int32, 0, n+1), Seq: make([]int32, 0, n+1), Out: make([]bool, 0, n+1)}
+	return sp
+}
+
+// acceptDraft is speculative sampling's rule: accept with probability
+// min(1, p/q).
+func acceptDraft(p, q float32, u float64) bool {
+	if !(q > 0) {
+		return p > 0
+	}
+	return u*float64(q) < float64(p)
+}
+
+// want is the drafts to ask for at the slot's position pos, with room
+// more output rows: the adaptive length, bounded by the context (every
+// row inside it), the token limit (a pass gives up to k+1 tokens) and
+// the room; 0 when fewer than Min would be asked.
+func (sp *specState) want(g *generation, pos, room int) int {
+	k := min(sp.ad.next(), sp.o.Max, g.m.Ctx()-pos-1, room)
+	if g.o.MaxTokens > 0 {
+		k = min(k, g.o.MaxTokens-len(g.res.Tokens)-1)
+	}
+	if k < sp.o.Min {
+		return 0
+	}
+	return k
+}
+
+// draft asks the drafter for up to k drafts after hist; fewer than Min,
+// or none, is nil. Drafts outside the vocabulary end the list (a drafter
+// is not trusted with the target's rows).
+func (sp *specState) draft(ctx context.Context, g *generation, hist []int32, k int) ([]int32, error) {
+	if k <= 0 {
+		return nil, nil
+	}
+	d, err := sp.o.Drafter.Draft(ctx, hist, k, g.sp, sp.drafts[:0])
+	if err != nil {
+		return nil, fmt.Errorf("runtime: drafting: %w", err)
+	}
+	d = d[:min(len(d), k)]
+	for i, t := range d {
+		if t < 0 || int(t) >= g.m.vocab {
+			d = d[:i]
+			break
+		}
+	}
+	if len(d) < sp.o.Min {
+		return nil, nil
+	}
+	return d, nil
+}
+
+// verify accepts the tokens of a pass whose outputs j0, j0+1, … are the
+// rows of the pending token (at position pos) and of drafts: for row i,
+// the target's token after it (greedy: its argmax, after the processors;
+// sampled: draft i kept with probability min(1, p/q), else a token from
+// max(0, p−q)); draft i is accepted when the target's token is it, and
+// the pass ends at the first that is not, with the target's token. Each
+// token goes through the generation's accept, so stops, the limit and
+// the processors' state behave as without speculation. The caller rewinds
+// the slot to the history it then holds.
+func (sp *specState) verify(g *generation, s *Session, j0, pos int, drafts []int32) (Stop, bool) {
+	m := g.m
+	k := len(drafts)
+	if k > 0 {
+		g.res.Spec.Passes++
+		g.res.Spec.Drafted += k
+	} else {
+		g.res.Spec.Plain++
+	}
+	acc := 0
+	for i := 0; i <= k; i++ {
+		d := int32(-1)
+		if i < k {
+			d = drafts[i]
+		}
+		var tok int32
+		if g.needLogits() {
+			logits := m.OutputLogits(j0 + i)
+			g.prepare(logits, s.hist)
+			if g.greedy {
+				tok = sampling.Argmax(logits)
+			} else {
+				var q []float32
+				if d >= 0 {
+					q = sp.o.Drafter.Q(i)
+				}
+				tok = sp.sample(g, logits, pos+i, d, q)
+			}
+			tok = g.chosen(logits, tok)
+		} else {
+			tok = m.OutputToken(j0 + i)
+		}
+		ok := d >= 0 && tok == d
+		if ok {
+			acc++
+			g.res.Spec.Accepted++
+		}
+		stop, done := s.accept(g, tok)
+		if done || !ok {
+			if k > 0 {
+				sp.ad.update(k, acc)
+			}
+			return stop, done
+		}
+	}
+	return "", false // unreachable: the last row is never a draft
+}
+
+// sample is the target's token after the row at pos with (processed)
+// logits, given draft d (−1: none) drawn from q (nil: a point mass on d):
+// speculative sampling, whose tokens are distributed as the target's
+// (Leviathan et al. 2023; Chen et al. 2023).
+func (sp *specState) sample(g *generation, logits []float32, pos int, d int32, q []float32) int32 {
+	prm := g.sp
+	prm.Position = uint32(pos)
+	p := sp.p
+	g.smp.Probs(logits, prm, p)
+	if d < 0 {
+		return sampling.Pick(p, sampling.Uniform(prm.Seed, prm.Position, streamBonus))
+	}
+	qd := float32(1)
+	if q != nil {
+		qd = q[d]
+	}
+	if sp.acceptRule(p[d], qd, sampling.Uniform(prm.Seed, prm.Position, streamAccept)) {
+		return d
+	}
+	r := sp.r
+	var z float64
+	if q == nil {
+		copy(r, p)
+		r[d] = 0
+		z = 1 - float64(p[d])
+	} else {
+		for i := range r {
+			r[i] = max(0, p[i]-q[i])
+			z += float64(r[i])
+		}
+	}
+	if !(z > 1e-12) { // p ≈ q: nothing to correct; draw from p
+		r = p
+	}
+	return sampling.Pick(r, sampling.Uniform(prm.Seed, prm.Position, streamResidual))
+}
+
+// decodeSpec is the session's speculative loop: each step drafts, and
+// verifies the drafts in one Forward, or decodes one token when there
+// are none.
+func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
+	m := s.m
+	sp := g.spec
+	if len(m.batch) == 0 {
+		return "", fmt.Errorf("runtime: speculative decoding needs the plan's batch programs; recompile it with this akunuc: %w", ErrUnsupportedPlan)
+	}
+	for {
+		if ctx.Err() != nil {
+			return StopCancelled, nil
+		}
+		pos := s.Pos()
+		drafts, err := sp.draft(ctx, g, s.hist, sp.want(g, pos, m.MaxOutputs()-1))
+		if err != nil {
+			return "", err
+		}
+		if len(drafts) == 0 {
+			stop, done, err := s.plainStep(ctx, g)
+			if err != nil || done {
+				return stop, err
+			}
+			continue
+		}
+		b := &sp.batch
+		b.Reset()
+		b.Add(s.hist[pos], int32(pos), int32(s.seq), true)
+		for i, d := range drafts {
+			b.Add(d, int32(pos+1+i), int32(s.seq), true)
+		}
+		b.ReadLogits = g.needLogits()
+		if err := m.Forward(ctx, b); err != nil {
+			m.Rewind(s.seq, pos)
+			if ctx.Err() != nil {
+				return StopCancelled, nil
+			}
+			return "", err
+		}
+		stop, done := sp.verify(g, s, 0, pos, drafts)
+		m.Rewind(s.seq, len(s.hist)-1) // the rows of rejected drafts are forgotten
+		if done {
+			return stop, nil
+		}
+	}
+}
+
+// plainStep decodes one token with the decode program (a step with no
+// drafts): its argmax, or, when the token is chosen on the host, by the
+// same rule as a verify pass's last row.
+func (s *Session) plainStep(_ context.Context, g *generation) (Stop, bool, error) {
+	m := s.m
+	pos := s.Pos()
+	if err := m.writeToken(0, s.hist[pos]); err != nil {
+		return "", false, err
+	}
+	m.step[0] = plans.Step{Pos: uint32(pos), Batch: 1, Seq: uint32(s.seq)}
+	if err := m.replay(m.decode); err != nil {
+		return "", false, err
+	}
+	m.kv.len[s.seq]++
+	if g.needLogits() {
+		m.out.n, m.out.read = 1, true
+		if err := m.be.Read(f32Bytes(m.out.logits[:m.vocab]), m.io.logits, 0); err != nil {
+			return "", false, fmt.Errorf("runtime: reading the logits: %w", err)
+		}
+	} else {
+		if err := m.be.Read(s.rb[:4], m.io.tokens, 4); err != nil {
+			return "", false, err
+		}
+		m.out.n, m.out.read = 1, false
+		m.out.ids[0] = int32(u32At(s.rb, 0))
+	}
+	stop, done := g.spec.verify(g, s, 0, pos, nil)
+	return stop, done, nil
+}
+
+// adapt chooses the draft length from the recent acceptance rate.
+type adapt struct {
+	lo, hi  int
+	rowCost float64
+	rate    float64 // the estimated probability that a draft is accepted
+	fixed   bool
+	idle    int // steps without drafting since the last probe
+}
+
+// probeEvery is how many undrafted steps pass before a short probe pass
+// measures the rate again: text that stops drafting well costs a probe in
+// this many tokens, text that starts to draft well is found within them.
+const probeEvery = 16
+
+// rateWeight is the weight of one observed draft in the rate (an
+// exponential average over the last few dozen drafts).
+const rateWeight = 0.1
+
+// next is the draft length to ask for now.
+func (a *adapt) next() int {
+	if a.fixed {
+		return a.hi
+	}
+	k := draftLen(a.rate, a.lo, a.hi, a.rowCost)
+	if k > 0 {
+		a.idle = 0
+		return k
+	}
+	if a.idle++; a.idle >= probeEvery {
+		a.idle = 0
+		return a.lo
+	}
+	return 0
+}
+
+// update takes a pass's outcome: accepted of drafted drafts kept (each
+// kept draft is an observed success; the first rejected one a failure).
+func (a *adapt) update(drafted, accepted int) {
+	for range accepted {
+		a.rate += rateWeight * (1 - a.rate)
+	}
+	if accepted < drafted {
+		a.rate -= rateWeight * a.rate
+	}
+}
+
+// draftLen is the draft length k ∈ {0} ∪ [lo, hi] that gives the most
+// tokens per unit of cost when each draft is accepted with probability
+// rate, given the previous ones were: a pass of k drafts gives
+// E(k) = 1 + rate + … + rate^k tokens and costs 1 + rowCost·k decode
+// steps. k = 0 (no pass, a plain step) gives 1 for 1.
+func draftLen(rate float64, lo, hi int, rowCost float64) int {
+	lo = max(lo, 1)
+	best, bestV := 0, 1.0
+	e, pw := 1.0, 1.0
+	for k := 1; k <= hi; k++ {
+		pw *= rate
+		e += pw
+		if k < lo {
+			continue
+		}
+		if v := e / (1 + rowCost*float64(k)); v > bestV+1e-12 {
+			best, bestV = k, v
+		}
+	}
+	return best
+}
