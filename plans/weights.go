@@ -43,12 +43,10 @@ func (p *Plan) recompileHint() (planName, hint string) {
 	return planName, fmt.Sprintf("recompile with: akunuc compile %s -o %s", m.File, planName)
 }
 
-// CheckWeights compares sums computed from the mapped file with the sums
-// the plan records: sampled ones, or with full every byte's. scheme is the
-// scheme the caller computed them with. A plan without sums (or of another
-// scheme, or without full sums when full is asked) is ErrNoWeightSums; sums
-// that differ are ErrPlanMismatch, naming the first tensors that differ.
-func (p *Plan) CheckWeights(scheme string, sums [][32]byte, full bool) error {
+// WeightsCheckable says whether the plan records sums a caller computing
+// scheme can check (full: every byte's): nil, or an error wrapping
+// ErrNoWeightSums that says why not.
+func (p *Plan) WeightsCheckable(scheme string, full bool) error {
 	w := &p.Header.Model.Weights
 	planName, hint := p.recompileHint()
 	switch {
@@ -59,8 +57,24 @@ func (p *Plan) CheckWeights(scheme string, sums [][32]byte, full bool) error {
 		return fmt.Errorf("plan: %s records weight sums of scheme %q; this akunu computes %q; %s: %w",
 			planName, w.Scheme, scheme, hint, ErrNoWeightSums)
 	case full && !w.Full:
-		return fmt.Errorf("plan: %s records sampled weight sums only, not every byte's; %s: %w",
+		return fmt.Errorf("plan: %s records sampled weight sums only, not every byte's (compiled with --sampled-sums-only); %s: %w",
 			planName, hint, ErrNoWeightSums)
+	}
+	return nil
+}
+
+// CheckWeights compares sums computed from the mapped file with the sums
+// the plan records: sampled ones, or with full every byte's. scheme is the
+// scheme the caller computed them with. A plan without sums (or of another
+// scheme, or without full sums when full is asked) is ErrNoWeightSums; sums
+// that differ are ErrPlanMismatch, naming the first tensors that differ.
+func (p *Plan) CheckWeights(scheme string, sums [][32]byte, full bool) error {
+	if err := p.WeightsCheckable(scheme, full); err != nil {
+		return err
+	}
+	w := &p.Header.Model.Weights
+	planName, hint := p.recompileHint()
+	switch {
 	case len(sums) != len(w.Tensors):
 		return fmt.Errorf("plan: %s was compiled for a different model file (sums of %d tensors; this one has %d); %s: %w",
 			planName, len(w.Tensors), len(sums), hint, ErrPlanMismatch)

@@ -92,6 +92,9 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 	if err := m.checkRows(b); err != nil {
 		return err
 	}
+	if err := m.CheckFile(); err != nil {
+		return err
+	}
 	m.out.n, m.out.read = 0, b.ReadLogits
 	if len(m.batch) == 0 {
 		return m.forwardPrefill(ctx, b)

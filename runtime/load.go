@@ -33,9 +33,13 @@ var (
 
 // Options configure Load.
 type Options struct {
-	// Model is the GGUF file; "" means the plan's recorded file name next
-	// to the plan, then in the working directory.
+	// Model is the GGUF file; "" means FindModel's: the plan's recorded
+	// file name next to the plan, its recorded path, the working directory.
 	Model string
+	// VerifyWeights reads every byte of the model and holds it to the
+	// plan's full weight sums, instead of the sampled sums every load
+	// checks (ADR 0013).
+	VerifyWeights bool
 	// Backend runs the commands, shared with other models; nil means a CPU
 	// backend with Threads that the model owns and closes.
 	Backend Backend
@@ -59,6 +63,9 @@ type Model struct {
 	ModelPath string
 	// LoadTime is how long Load took.
 	LoadTime time.Duration
+	// WeightCheck says what the load checked of the weights, or why it
+	// checked nothing (a plan older than weight sums): one line.
+	WeightCheck string
 
 	be       Backend
 	ownsBE   bool
@@ -107,19 +114,13 @@ type program struct {
 	h device.Program
 }
 
-// ModelPathFor is where Load looks for the plan's GGUF file when Options
-// names none: the recorded base name next to the plan, else in the
-// working directory.
+// ModelPathFor is the GGUF file Load maps for the plan when Options names
+// none (FindModel), or where it looked first when it found none.
 func ModelPathFor(planPath string, p *plans.Plan) string {
-	name := p.Header.Model.File
-	next := filepath.Join(filepath.Dir(planPath), filepath.Base(name))
-	if _, err := os.Stat(next); err == nil {
-		return next
+	if path, err := FindModel(planPath, p); err == nil {
+		return path
 	}
-	if _, err := os.Stat(name); err == nil {
-		return name
-	}
-	return next
+	return filepath.Join(filepath.Dir(planPath), filepath.Base(p.Header.Model.File))
 }
 
 // Load reads the plan at planPath and binds it over its model file.
@@ -130,7 +131,9 @@ func Load(planPath string, o Options) (*Model, error) {
 		return nil, err
 	}
 	if o.Model == "" {
-		o.Model = ModelPathFor(planPath, p)
+		if o.Model, err = FindModel(planPath, p); err != nil {
+			return nil, err
+		}
 	}
 	m, err := New(p, o)
 	if err != nil {
@@ -167,7 +170,12 @@ func New(p *plans.Plan, o Options) (*Model, error) {
 		mp.Close()
 		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
 	}
-	m := &Model{Plan: p, ModelPath: o.Model, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab)}
+	note, err := checkWeights(p, mp, o.VerifyWeights)
+	if err != nil {
+		mp.Close()
+		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
+	}
+	m := &Model{Plan: p, ModelPath: o.Model, WeightCheck: note, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab)}
 	if m.be == nil {
 		m.be, m.ownsBE = NewCPU(o.Threads), true
 	}

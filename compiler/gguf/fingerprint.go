@@ -192,13 +192,13 @@ func (m *Mapping) CheckSize() error {
 	if m.fd == nil {
 		return nil
 	}
-	st, err := m.fd.Stat()
+	size, err := fileSize(m.fd)
 	if err != nil {
-		return fmt.Errorf("gguf: %s: %w", m.path, err)
+		return fmt.Errorf("gguf: %s: fstat: %w", m.path, err)
 	}
-	if st.Size() < int64(len(m.data)) {
+	if size < int64(len(m.data)) {
 		return fmt.Errorf("gguf: %s shrank from %d to %d bytes while mapped; the weights past byte %d are gone: %w",
-			m.path, len(m.data), st.Size(), st.Size(), ErrTruncated)
+			m.path, len(m.data), size, size, ErrTruncated)
 	}
 	return nil
 }

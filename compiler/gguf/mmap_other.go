@@ -16,3 +16,13 @@ func mapFile(fd *os.File, size int64) ([]byte, func([]byte) error, error) {
 	}
 	return data, func([]byte) error { return nil }, nil
 }
+
+// fileSize is the size of the open file. The file was read into memory, so
+// a later truncation cannot fault; it is still reported, as on Unix.
+func fileSize(fd *os.File) (int64, error) {
+	st, err := fd.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}

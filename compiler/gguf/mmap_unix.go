@@ -22,3 +22,13 @@ func mapFile(fd *os.File, size int64) ([]byte, func([]byte) error, error) {
 	}
 	return data, syscall.Munmap, nil
 }
+
+// fileSize is the size of the open file, by fstat into a stack buffer: no
+// allocation, so a runtime may ask before every replay.
+func fileSize(fd *os.File) (int64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(fd.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return st.Size, nil
+}
