@@ -61,10 +61,10 @@ const (
 
 // SpecStats count a generation's speculation.
 type SpecStats struct {
-	Passes   int // verify passes (each gives 1 + its accepted drafts)
-	Drafted  int // drafts verified
-	Accepted int // drafts accepted
-	Plain    int // tokens decoded without drafts
+	Passes   int `json:"passes"`   // verify passes (each gives 1 + its accepted drafts)
+	Drafted  int `json:"drafted"`  // drafts verified
+	Accepted int `json:"accepted"` // drafts accepted
+	Plain    int `json:"plain"`    // tokens decoded without drafts
 }
 
 // AcceptRate is the share of verified drafts accepted.

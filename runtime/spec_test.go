@@ -435,3 +435,33 @@ func TestBatcherSpeculates(t *testing.T) {
 		t.Fatalf("the copying prompt accepted no draft: %+v", gens[0].Result().Spec)
 	}
 }
+
+// A speculative generation allocates per call, not per token: with either
+// drafter, greedy or sampled, 80 tokens more cost no allocation more.
+func TestSpeculativeDecodeDoesNotAllocatePerToken(t *testing.T) {
+	m := storiesModel(t)
+	draft := loadOn(t, stories(t), m)
+	p := m.Tokenizer.Tokenize(copyPrompt, true, false)
+	md, err := NewModelDrafter(m, draft, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer md.Close()
+	for _, d := range []Drafter{&NGram{}, md} {
+		for _, smp := range []Sampling{{}, {Temperature: 0.9, TopK: 40, Seed: 1}} {
+			s := sess(t, m)
+			allocs := func(n int) float64 {
+				return testing.AllocsPerRun(5, func() {
+					s.Reset()
+					if _, err := s.Generate(bg, p, specOpts(GenerateOptions{MaxTokens: n, IgnoreEOS: true, Sampling: smp}, d, false)); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+			short, long := allocs(20), allocs(100)
+			if long != short {
+				t.Fatalf("%T, sampling %+v: %v allocations for 100 tokens, %v for 20", d, smp, long, short)
+			}
+		}
+	}
+}

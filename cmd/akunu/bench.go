@@ -22,8 +22,9 @@ func init() {
 		Name: "bench",
 		Summary: "measure prompt processing and generation speed (llama-bench style), decode bandwidth, " +
 			"batched decode of many sequences (--batch) and streaming latency (--stream)",
-		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]",
-		Run:   runBench,
+		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]",
+		Run: runBench,
 	})
 }
 
@@ -62,11 +63,12 @@ func runBench(ctx *cli.Context, args []string) error {
 	stream := fs.Bool("stream", false, "also stream a generation and report time to first token and the gaps between tokens")
 	asJSON := fs.Bool("json", false, "print JSON")
 	lf := addLoadFlags(fs)
+	bs := addBenchSpecFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check()); err != nil {
+	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check(), bs.check()); err != nil {
 		return err
 	}
 	batches, err := parseBatches(*batchList)
@@ -85,6 +87,9 @@ func runBench(ctx *cli.Context, args []string) error {
 		return err
 	}
 	defer closeModel(m)
+	if *bs.spec.mode != "" {
+		return benchSpec(ctx, m, bs, *tg, *reps, *asJSON)
+	}
 	// A generation stops at a full context: tg tokens past it would be
 	// fewer tokens timed under tg's name.
 	if c := m.Ctx(); max(*pp, 16)+*tg > c {

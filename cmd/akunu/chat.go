@@ -17,8 +17,9 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "chat",
 		Summary: "talk with a chat model: multi-turn, streaming, the KV cache kept between turns (Ctrl-C ends an answer)",
-		Usage:   "PLAN [--system TEXT] [--template NAME] [--think] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop TEXT]... [--model PATH]",
-		Run:     runChat,
+		Usage: "PLAN [--system TEXT] [--template NAME] [--think] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop TEXT]... [--model PATH]\n" +
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
+		Run: runChat,
 	})
 }
 
@@ -38,11 +39,12 @@ func runChat(ctx *cli.Context, args []string) error {
 	var stops stringsFlag
 	fs.Var(&stops, "stop", "end an answer when its text reaches this string (repeatable)")
 	lf := addLoadFlags(fs)
+	spf := addSpecFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check()); err != nil {
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), spf.check()); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -73,14 +75,24 @@ func runChat(ctx *cli.Context, args []string) error {
 		return err
 	}
 	defer closeModel(m)
+	spc, err := spf.newSpeculator(m, 1)
+	if err != nil {
+		return err
+	}
+	defer spc.close()
 	s, err := m.NewSession()
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	spec, closeSpec, err := spc.speculation(m)
+	if err != nil {
+		return err
+	}
+	defer closeSpec()
 	c := conversation.New(m, s, tmpl, *system)
 	c.Extra = map[string]any{"enable_thinking": *think}
-	o := runtime.GenerateOptions{MaxTokens: *n, Sampling: sampling.sampling(), Stop: stops}
+	o := runtime.GenerateOptions{MaxTokens: *n, Sampling: sampling.sampling(), Stop: stops, Spec: spec}
 	if !o.Sampling.Greedy() && o.Sampling.Unseeded {
 		o.Sampling.Seed, o.Sampling.Unseeded = runtime.NewSeed(), false
 		fmt.Fprintf(ctx.Stderr, "akunu: seed %d (--seed %d replays this conversation)\n", o.Sampling.Seed, o.Sampling.Seed)

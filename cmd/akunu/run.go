@@ -21,8 +21,9 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "run",
 		Summary: "generate text from a prompt with a compiled plan (streams; Ctrl-C ends the answer; --json for one object)",
-		Usage:   "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop TEXT]... [--threads N] [--json] [--top-logits K] [--model PATH]",
-		Run:     runRun,
+		Usage: "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop TEXT]... [--threads N] [--json] [--top-logits K] [--model PATH]\n" +
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
+		Run: runRun,
 	})
 }
 
@@ -62,19 +63,22 @@ func (f samplingFlags) sampling() runtime.Sampling {
 
 // loadFlags are the flags every command that loads a plan takes.
 type loadFlags struct {
-	model   *string
-	backend *string
-	threads *int
+	model         *string
+	backend       *string
+	threads       *int
+	verifyWeights *bool
 }
 
 func addLoadFlags(fs interface {
 	String(string, string, string) *string
 	Int(string, int, string) *int
+	Bool(string, bool, string) *bool
 }) loadFlags {
 	return loadFlags{
-		model:   fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)"),
-		backend: fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
-		threads: fs.Int("threads", 0, "CPU threads (0: every core)"),
+		model:         fs.String("model", "", "the GGUF file (default: next to the plan, at the path recorded at compile time, or in the working directory)"),
+		backend:       fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
+		threads:       fs.Int("threads", 0, "CPU threads (0: every core)"),
+		verifyWeights: fs.Bool("verify-weights", false, "read every byte of the model and check it against the plan's sums (every load checks sampled blocks)"),
 	}
 }
 
@@ -84,7 +88,7 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs,
+	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
 		Progress: func(stage string, done, total int64) {
 			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
 			if done >= total {
@@ -94,6 +98,9 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	if err != nil {
 		be.Close()
 		return nil, err
+	}
+	if strings.HasPrefix(m.WeightCheck, "weights not checked") {
+		fmt.Fprintf(ctx.Stderr, "akunu: %s\n", m.WeightCheck) // said once, at load
 	}
 	return m, nil
 }
@@ -180,11 +187,12 @@ func runRun(ctx *cli.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of streaming")
 	topLogits := fs.Int("top-logits", 0, "with --json: the K best [id, logit] pairs of every step")
 	lf := addLoadFlags(fs)
+	spf := addSpecFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), checkTopLogits(*topLogits, *asJSON)); err != nil {
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), checkTopLogits(*topLogits, *asJSON), spf.check()); err != nil {
 		return err
 	}
 	if len(pos) != 1 {
@@ -195,6 +203,11 @@ func runRun(ctx *cli.Context, args []string) error {
 		return err
 	}
 	defer closeModel(m)
+	spc, err := spf.newSpeculator(m, 1)
+	if err != nil {
+		return err
+	}
+	defer spc.close()
 	s, err := m.NewSession()
 	if err != nil {
 		return err
@@ -202,6 +215,12 @@ func runRun(ctx *cli.Context, args []string) error {
 	defer s.Close()
 	ids := m.Tokenizer.Tokenize(*prompt, true, false)
 	o := runtime.GenerateOptions{MaxTokens: *n, TopLogits: *topLogits, Sampling: sampling.sampling(), Stop: stops}
+	spec, closeSpec, err := spc.speculation(m)
+	if err != nil {
+		return err
+	}
+	defer closeSpec()
+	o.Spec = spec
 	clk := newClock(min(*n, m.Ctx()+1))
 	o.OnToken = func(int32) bool { clk.tick(); return true }
 	if !*asJSON {
@@ -224,18 +243,22 @@ func runRun(ctx *cli.Context, args []string) error {
 		if !o.Sampling.Greedy() {
 			seed = fmt.Sprintf("; seed %d", res.Seed)
 		}
-		fmt.Fprintf(ctx.Stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; first token %.0f ms, gaps p50 %.1f ms; load %.0f ms%s; stop: %s\n",
-			len(res.Prompt), st.PromptTokS, len(res.Tokens), st.DecodeTokS, st.FirstMS, st.GapP50MS, st.LoadMS, seed, st.Stop)
+		fmt.Fprintf(ctx.Stderr, "\nakunu: prompt %d tokens, %.1f tok/s; decode %d tokens, %.1f tok/s; first token %.0f ms, gaps p50 %.1f ms; load %.0f ms%s; stop: %s%s\n",
+			len(res.Prompt), st.PromptTokS, len(res.Tokens), st.DecodeTokS, st.FirstMS, st.GapP50MS, st.LoadMS, seed, st.Stop, specLine(spec, res))
 		return nil
 	}
 	out := struct {
-		PromptTokens []int32    `json:"prompt_tokens"`
-		Tokens       []int32    `json:"tokens"`
-		Text         string     `json:"text"`
-		Seed         *uint32    `json:"seed,omitempty"`
-		Stats        runStats   `json:"stats"`
-		TopLogits    [][][2]any `json:"top_logits,omitempty"`
+		PromptTokens []int32            `json:"prompt_tokens"`
+		Tokens       []int32            `json:"tokens"`
+		Text         string             `json:"text"`
+		Seed         *uint32            `json:"seed,omitempty"`
+		Stats        runStats           `json:"stats"`
+		TopLogits    [][][2]any         `json:"top_logits,omitempty"`
+		Spec         *runtime.SpecStats `json:"spec,omitempty"`
 	}{PromptTokens: ids, Tokens: res.Tokens, Text: res.Text, Stats: st}
+	if spec != nil {
+		out.Spec = &res.Spec
+	}
 	if !o.Sampling.Greedy() {
 		out.Seed = &res.Seed
 	}

@@ -24,7 +24,8 @@ func init() {
 		Name:    "serve",
 		Summary: "an OpenAI-compatible HTTP server: chat and text completions, streamed, many requests decoded together",
 		Usage: "PLAN [PLAN...] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key KEY | --api-key-file F]\n" +
-			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cpu|metal] [--threads N]",
+			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cpu|metal] [--threads N]\n" +
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
 		Run: runServe,
 	})
 }
@@ -50,6 +51,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	prefill := fs.Int("prefill-rows", 0, "prompt rows one batched step feeds at most (0: the plan's prefill chunk)")
 	busyPrefill := fs.Int("prefill-rows-busy", 64, "prompt rows a step feeds while other requests generate: a long prompt delays their next token by this chunk")
 	lf := addLoadFlags(fs)
+	spf := addSpecFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -59,7 +61,7 @@ func runServe(ctx *cli.Context, args []string) error {
 		atLeast("ctx", *ctxLen, 0, " (0: the plan's)"), atLeast("rate-limit", *rate, 0, " (0: no limit)"),
 		atLeast("max-queue", *maxQueue, 1, ""), notNegative("idle-unload", *idle), notNegative("drain", *drain),
 		atLeast("prefill-rows", *prefill, 0, " (0: the plan's chunk)"), atLeast("prefill-rows-busy", *busyPrefill, 1, ""),
-		lf.check()); err != nil {
+		lf.check(), spf.check()); err != nil {
 		return err
 	}
 	if len(pos) == 0 {
@@ -98,7 +100,11 @@ func runServe(ctx *cli.Context, args []string) error {
 	if *lf.model != "" {
 		models[pos[0]] = *lf.model
 	}
-	srv, err := server.New(server.Config{Plans: pos, Models: models, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
+	var spec map[string]server.Spec
+	if *spf.mode != "" { // every plan served
+		spec = map[string]server.Spec{"": {Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}}
+	}
+	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
 		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx) }, Log: ctx.Stderr})
 	if err != nil {

@@ -65,6 +65,33 @@ type Config struct {
 	Log io.Writer
 	// Name is the owner reported by /v1/models (default "akunu").
 	Name string
+	// Spec decodes a model speculatively, by plan path (the key "" for
+	// every plan without its own): its slots' generations draft and
+	// verify their drafts as rows of each batched step.
+	Spec map[string]Spec
+}
+
+// Spec is one model's speculative decoding (docs/adr/0014-speculative.md).
+type Spec struct {
+	// Mode is "ngram" (prompt lookup) or "draft" (DraftPlan, a smaller
+	// model of the same vocabulary, loaded beside the target on its
+	// backend with a session per slot).
+	Mode string
+	// DraftPlan and DraftModel: the draft model's plan and GGUF file (""
+	// for the plan's recorded file next to it).
+	DraftPlan, DraftModel string
+	// Max and Min bound the drafts a step verifies (0: the runtime's
+	// defaults); the length adapts to the acceptance rate in between.
+	Max, Min int
+}
+
+// specFor is the Spec of the plan at path, if any.
+func (c Config) specFor(path string) (Spec, bool) {
+	if s, ok := c.Spec[path]; ok {
+		return s, s.Mode != ""
+	}
+	s, ok := c.Spec[""]
+	return s, ok && s.Mode != ""
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -105,6 +132,16 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("server: max queue %d: want at least 1", c.MaxQueue)
 	case c.Ctx < 0, c.RateLimit < 0, c.IdleUnload < 0, c.MemoryBudget < 0, c.MaxBody < 0, c.PrefillRows < 0, c.BusyPrefillRows < 0:
 		return c, fmt.Errorf("server: a negative limit")
+	}
+	for path, s := range c.Spec {
+		switch {
+		case s.Mode != "" && s.Mode != "ngram" && s.Mode != "draft":
+			return c, fmt.Errorf("server: spec of %q: mode %q: want ngram or draft", path, s.Mode)
+		case s.Mode == "draft" && s.DraftPlan == "":
+			return c, fmt.Errorf("server: spec of %q: mode draft needs a draft plan", path)
+		case s.Max < 0 || s.Min < 0 || s.Max > 31 || (s.Max > 0 && s.Min > s.Max):
+			return c, fmt.Errorf("server: spec of %q: drafts min %d, max %d: want 0 ≤ min ≤ max ≤ 31", path, s.Min, s.Max)
+		}
 	}
 	for _, k := range c.APIKeys {
 		if k == "" {

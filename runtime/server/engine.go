@@ -65,6 +65,8 @@ type engine struct {
 	slots   []*slot
 	b       *runtime.Batcher
 	waiting []*job
+	// spec, when set, makes every generation speculative (spec.go).
+	spec *speculation
 
 	// Shared with handlers and the registry, under mu.
 	mu       sync.Mutex
@@ -84,9 +86,9 @@ type slot struct {
 
 // newEngine starts the engine of a loaded model with parallel slots.
 // The caller holds lock.
-func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue, prefillRows, busyPrefillRows int) (*engine, error) {
+func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue, prefillRows, busyPrefillRows int, spec *speculation) (*engine, error) {
 	e := &engine{id: id, m: m, lock: lock, maxQueue: maxQueue, jobs: make(chan *job, maxQueue),
-		stop: make(chan struct{}), done: make(chan struct{}), b: m.NewBatcher(), lastUsed: time.Now()}
+		stop: make(chan struct{}), done: make(chan struct{}), b: m.NewBatcher(), lastUsed: time.Now(), spec: spec}
 	e.b.PrefillRows, e.b.BusyPrefillRows = prefillRows, busyPrefillRows
 	for range parallel {
 		s, err := m.NewSession()
@@ -94,6 +96,7 @@ func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue
 			for _, sl := range e.slots {
 				sl.s.Close()
 			}
+			spec.close()
 			m.Close()
 			return nil, err
 		}
@@ -337,6 +340,7 @@ func (e *engine) admit() {
 				j.ev.push(ev)
 				return true
 			}
+			o.Spec = e.spec.forSlot(a.Slot)
 			sl.gen, err = e.b.Add(j.ctx, sl.s, j.prompt[keep:], o)
 		}
 		if err != nil {
@@ -392,5 +396,6 @@ func (e *engine) release() {
 	for _, sl := range e.slots {
 		sl.s.Close()
 	}
+	e.spec.close()
 	e.m.Close()
 }

@@ -263,7 +263,14 @@ func (r *registry) start(e *entry) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newEngine(e.id, m, &r.lock, r.cfg.Parallel, r.cfg.MaxQueue, r.cfg.PrefillRows, r.cfg.BusyPrefillRows)
+	var spec *speculation
+	if sp, ok := r.cfg.specFor(e.path); ok {
+		if spec, err = newSpeculation(sp, m, r.cfg.Parallel); err != nil {
+			m.Close()
+			return nil, fmt.Errorf("server: %s: %w", e.id, err)
+		}
+	}
+	return newEngine(e.id, m, &r.lock, r.cfg.Parallel, r.cfg.MaxQueue, r.cfg.PrefillRows, r.cfg.BusyPrefillRows, spec)
 }
 
 // unload unloads e's model once its requests finish (ctx ending first
