@@ -53,10 +53,23 @@ func (s *state) header() error {
 	p.Model.HParams = h
 	v, err := tokenizer.FromGGUF(s.file)
 	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
+		return fmt.Errorf("%s: %w", s.fileName, err)
 	}
 	p.Model.Tokenizer = planTokenizer(v)
+	// Build the tokenizer as the runtime will, from the plan's fields: a
+	// vocabulary it would refuse at load (a repeated token, say) is
+	// refused here instead, by the same code.
+	if _, err := tokenizer.FromPlan(&p.Model.Tokenizer); err != nil {
+		return fmt.Errorf("%s: %w", s.fileName, err)
+	}
 	p.Model.Tokenizer.ChatTemplate, _ = s.file.GetString("tokenizer.chat_template")
+	if strings.TrimSpace(p.Model.Tokenizer.ChatTemplate) != "" {
+		// akunu chat and serve parse it with chat.Select; a template they
+		// cannot parse is refused now, naming its line and column.
+		if _, err := chat.Parse(p.Model.Tokenizer.ChatTemplate); err != nil {
+			return fmt.Errorf("%s: %w", s.fileName, err)
+		}
+	}
 	if p.Model.Tokenizer.ChatTemplate == "" && s.arch.ChatTemplate != "" {
 		// The model ships no template but its family has one format: the
 		// plan carries that built-in's source, so the runtime needs no

@@ -34,6 +34,9 @@ func lowerPass(s *state) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := checkHParams(s); err != nil {
+		return "", err
+	}
 	ts, err := s.arch.Tensors(s.hp)
 	if err != nil {
 		return "", err

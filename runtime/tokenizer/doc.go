@@ -5,7 +5,9 @@
 //
 // A Vocab is the tokenizer as plain data, which a plan carries; FromGGUF
 // reads one from a model's metadata the way llama.cpp's loader does, and New
-// builds a Tokenizer from it. Tokenize follows llama_tokenize (special
+// builds a Tokenizer from it. FromPlan builds one from a plan's fields: the
+// runtime at load, and the compiler before it writes a plan, so that both
+// refuse the same vocabularies. Tokenize follows llama_tokenize (special
 // tokens added and parsed on request), Detokenize llama_detokenize, and a
 // Decoder streams the same text one token at a time without ever emitting
 // half a character.

@@ -157,8 +157,11 @@ func FromGGUF(f *gguf.File) (Vocab, error) {
 		}
 	}
 
-	// Special ids: a default outside the vocabulary is dropped; a file's id
-	// outside it is ignored.
+	// Special ids: a default outside the vocabulary is dropped. A file's id
+	// outside it is refused, naming the key: llama.cpp warns and keeps the
+	// default, but a special token silently other than the file says
+	// changes what generation adds and where it stops. 0xFFFFFFFF (or -1
+	// written signed) is "unset" and keeps the default, as in llama.cpp.
 	for _, sp := range []struct {
 		key string
 		id  *int32
@@ -197,8 +200,14 @@ func FromGGUF(f *gguf.File) (Vocab, error) {
 		if !ok {
 			return Vocab{}, fmt.Errorf("tokenizer: %s is %s, want an integer: %w", sp.key, val, ErrInvalidVocab)
 		}
-		if id < uint64(n) {
+		switch {
+		case id < uint64(n):
 			*sp.id = int32(id)
+		case id == 1<<32-1:
+			// unset: the default stands, as in llama.cpp
+		default:
+			return Vocab{}, fmt.Errorf("tokenizer: %s = %s: outside the vocabulary of %d tokens (0xFFFFFFFF or -1 leave it unset): %w",
+				sp.key, val, n, ErrInvalidVocab)
 		}
 	}
 

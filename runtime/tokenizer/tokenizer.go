@@ -40,7 +40,7 @@ func New(v Vocab) (*Tokenizer, error) {
 	t.v.EOG = slices.Sorted(slices.Values(v.EOG)) // IsEOG searches it; the caller's slice stays as it was
 	for i, s := range v.Tokens {
 		if j, dup := t.tokenID[s]; dup {
-			return nil, fmt.Errorf("tokenizer: %w: tokens %d and %d are both %q", ErrInvalidVocab, j, i, s)
+			return nil, fmt.Errorf("tokenizer: %s: token %d %q duplicates token %d: %w", keyTokens, i, s, j, ErrInvalidVocab)
 		}
 		t.tokenID[s] = int32(i)
 	}
