@@ -205,7 +205,11 @@ func (m *Model) Backend() Backend { return m.be }
 
 // Close releases what the model made on its backend (and the backend, if
 // the model owns it) and the mapping. Sessions must not be used afterwards.
+// Closing a nil Model does nothing.
 func (m *Model) Close() error {
+	if m == nil {
+		return nil // a failed Load's result: nothing to release
+	}
 	if m.be != nil {
 		if m.ownsBE {
 			m.be.Close()
