@@ -100,6 +100,6 @@ func (p *Plan) CheckWeights(scheme string, sums [][32]byte, full bool) error {
 	if len(differ) > 3 {
 		names += fmt.Sprintf(" and %d more", len(differ)-3)
 	}
-	return fmt.Errorf("plan: %s was compiled from other weights: %d of %d tensors differ (%s): %s; the model file has its header but not its data; %s: %w",
+	return fmt.Errorf("plan: %s was compiled from another model file: %d of %d tensors differ (%s): %s; the header matches but the weights do not (the file was changed or replaced after compiling); %s: %w",
 		planName, len(differ), len(sums), what, names, hint, ErrPlanMismatch)
 }

@@ -70,6 +70,16 @@ func FindModel(planPath string, p *plans.Plan) (string, error) {
 		p.Header.Model.File, p.Header.Model.Size, strings.Join(what, ", nor "), ErrModelFile)
 }
 
+// The two kinds of Model.WeightCheck line.
+const (
+	checked    = "weights checked: "
+	notChecked = "weights not checked: "
+)
+
+// WeightsChecked says whether the load held the weights to sums the plan
+// records; when not, WeightCheck says why (the command says so once).
+func (m *Model) WeightsChecked() bool { return strings.HasPrefix(m.WeightCheck, checked) }
+
 // checkWeights holds the mapped file's tensors to the sums the plan
 // records: the sampled sums, or with full every byte's. It returns a line
 // saying what it checked, or why it checked nothing (a plan that predates
@@ -80,7 +90,7 @@ func checkWeights(p *plans.Plan, mp *gguf.Mapping, full bool) (string, error) {
 		if full {
 			return "", err
 		}
-		return "weights not checked: " + strings.TrimPrefix(strings.TrimSuffix(err.Error(), ": "+plans.ErrNoWeightSums.Error()), "plan: "), nil
+		return notChecked + strings.TrimPrefix(strings.TrimSuffix(err.Error(), ": "+plans.ErrNoWeightSums.Error()), "plan: "), nil
 	}
 	start := time.Now()
 	var sums [][32]byte
@@ -100,7 +110,7 @@ func checkWeights(p *plans.Plan, mp *gguf.Mapping, full bool) (string, error) {
 	if full {
 		what = "full"
 	}
-	return fmt.Sprintf("weights checked: the %s sums of %d tensors match (%.1f ms)", what, len(sums), float64(time.Since(start).Microseconds())/1000), nil
+	return fmt.Sprintf(checked+"the %s sums of %d tensors match (%.1f ms)", what, len(sums), float64(time.Since(start).Microseconds())/1000), nil
 }
 
 // CheckFile fails when the model file shrank since it was mapped: the

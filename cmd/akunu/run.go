@@ -63,19 +63,22 @@ func (f samplingFlags) sampling() runtime.Sampling {
 
 // loadFlags are the flags every command that loads a plan takes.
 type loadFlags struct {
-	model   *string
-	backend *string
-	threads *int
+	model         *string
+	backend       *string
+	threads       *int
+	verifyWeights *bool
 }
 
 func addLoadFlags(fs interface {
 	String(string, string, string) *string
 	Int(string, int, string) *int
+	Bool(string, bool, string) *bool
 }) loadFlags {
 	return loadFlags{
-		model:   fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)"),
-		backend: fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
-		threads: fs.Int("threads", 0, "CPU threads (0: every core)"),
+		model:         fs.String("model", "", "the GGUF file (default: next to the plan, at the path recorded at compile time, or in the working directory)"),
+		backend:       fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
+		threads:       fs.Int("threads", 0, "CPU threads (0: every core)"),
+		verifyWeights: fs.Bool("verify-weights", false, "read every byte of the model and check it against the plan's sums (every load checks sampled blocks)"),
 	}
 }
 
@@ -85,7 +88,7 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	if err != nil {
 		return nil, err
 	}
-	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs,
+	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
 		Progress: func(stage string, done, total int64) {
 			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
 			if done >= total {
@@ -95,6 +98,9 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	if err != nil {
 		be.Close()
 		return nil, err
+	}
+	if !m.WeightsChecked() {
+		fmt.Fprintf(ctx.Stderr, "akunu: %s\n", m.WeightCheck) // said once, at load
 	}
 	return m, nil
 }

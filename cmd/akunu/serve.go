@@ -104,7 +104,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	if *spf.mode != "" { // every plan served
 		spec = map[string]server.Spec{"": {Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}}
 	}
-	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
+	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
 		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx) }, Log: ctx.Stderr})
 	if err != nil {

@@ -18,7 +18,7 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "verify",
 		Summary: "run a plan on a backend and on the CPU side by side, command by command, and name the first command whose outputs differ",
-		Usage:   "PLAN [--backend metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR]",
+		Usage:   "PLAN [--backend metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR] [--verify-weights]",
 		Run:     runVerify,
 	})
 }
@@ -31,6 +31,7 @@ func runVerify(ctx *cli.Context, args []string) error {
 	model := fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)")
 	threads := fs.Int("threads", 0, "CPU threads (0: every core)")
 	metallib := fs.String("metallib", "", "a directory of precompiled .metallib files (docs/metal-runtime.md)")
+	verifyWeights := fs.Bool("verify-weights", false, "read every byte of the model and check it against the plan's sums (every load checks sampled blocks)")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -52,7 +53,7 @@ func runVerify(ctx *cli.Context, args []string) error {
 	default:
 		return fmt.Errorf("%w: --backend %q: metal or cpu", cli.ErrUsage, *backend)
 	}
-	a, err := runtime.Load(pos[0], runtime.Options{Model: *model, Backend: be})
+	a, err := runtime.Load(pos[0], runtime.Options{Model: *model, Backend: be, VerifyWeights: *verifyWeights})
 	if err != nil {
 		be.Close()
 		return err

@@ -16,6 +16,10 @@ type Config struct {
 	// Models names each plan's GGUF file, by plan path ("" or missing: the
 	// plan's recorded file name next to the plan).
 	Models map[string]string
+	// VerifyWeights reads every byte of each model as it loads and holds
+	// it to its plan's full weight sums (runtime.Options.VerifyWeights);
+	// every load checks the sampled sums regardless.
+	VerifyWeights bool
 	// Parallel is the requests one model decodes at once, in one batched
 	// step: its KV sequence slots (default 4, at most the plan's
 	// max_seqs).

@@ -259,9 +259,12 @@ func (r *registry) start(e *entry) (*engine, error) {
 		}
 		r.be = be
 	}
-	m, err := runtime.New(e.plan, runtime.Options{Model: e.model, Backend: r.be, Seqs: r.cfg.Parallel})
+	m, err := runtime.New(e.plan, runtime.Options{Model: e.model, Backend: r.be, Seqs: r.cfg.Parallel, VerifyWeights: r.cfg.VerifyWeights})
 	if err != nil {
 		return nil, err
+	}
+	if !m.WeightsChecked() {
+		r.log("%s: %s", e.id, m.WeightCheck)
 	}
 	var spec *speculation
 	if sp, ok := r.cfg.specFor(e.path); ok {
