@@ -11,7 +11,8 @@ import (
 
 // NGram drafts by prompt lookup: the longest suffix of the conversation,
 // from MaxMatch tokens down to MinMatch, that occurred before, most recent
-// occurrence first; the drafts are the tokens that followed it. It costs
+// occurrence first; the drafts are the tokens that followed it (and, for
+// a match that runs into the suffix, the period it repeats). It costs
 // a scan of the history and no model: text that repeats its prompt (a
 // code edit, a summary quoting its source) drafts well, other text finds
 // no match and decodes as without it. It holds no state.
@@ -36,8 +37,19 @@ func (n *NGram) Draft(_ context.Context, hist []int32, most int, _ sampling.Para
 			if hist[j] != key[0] || !slices.Equal(hist[j:j+l], key) {
 				continue
 			}
-			from := j + l
-			return append(out, hist[from:min(from+most, h)]...), nil
+			// The drafts continue the sequence from the match on: past
+			// the history's end they continue into the drafts themselves,
+			// so a loop (the match just before the suffix) drafts whole
+			// periods, not one token.
+			start, from := len(out), j+l
+			for i := range most {
+				if k := from + i; k < h {
+					out = append(out, hist[k])
+				} else {
+					out = append(out, out[start+k-h])
+				}
+			}
+			return out, nil
 		}
 	}
 	return out, nil

@@ -89,6 +89,8 @@ func TestNGramDraftsTheLongestMostRecentMatch(t *testing.T) {
 		{[]int32{1, 2, 3, 9, 9, 1, 2, 3, 4, 5, 1, 2, 3}, 4, []int32{4, 5, 1, 2}}, // the most recent "1 2 3"
 		{[]int32{7, 2, 3, 8, 5, 2, 3}, 3, []int32{8, 5, 2}},                      // "2 3"
 		{[]int32{4, 3, 9, 9, 9, 7, 3}, 2, []int32{9, 9}},                         // "3", the only match
+		{[]int32{5, 6, 7, 8, 8, 8, 8, 8}, 5, []int32{8, 8, 8, 8, 8}},             // a loop drafts whole periods
+		{[]int32{5, 1, 2, 1, 2, 1, 2}, 5, []int32{1, 2, 1, 2, 1}},                // of any length
 		{[]int32{1, 2, 3, 4}, 4, nil},                                            // no match
 		{[]int32{5}, 4, nil},
 		{nil, 4, nil},
