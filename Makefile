@@ -30,7 +30,17 @@ llama:
 openai:
 	@scripts/fetch-openai.sh >/dev/null
 
-test: llama openai unit fuzz-short
+# A test whose proof needs a tool the machine lacks (clang for the MSL
+# check) skips outside CI and says so in SKIPPED (internal/proof); make test
+# lists those skips last, where they are seen. In CI they fail instead.
+SKIPPED := $(CURDIR)/.cache/skipped-proofs
+test:
+	@rm -f $(SKIPPED)
+	@AKUNU_SKIPPED_PROOFS=$(SKIPPED) $(MAKE) --no-print-directory llama openai unit fuzz-short; st=$$?; \
+	if [ -s $(SKIPPED) ]; then \
+		echo; echo "SKIPPED PROOFS: these claims were not checked on this machine (CI checks them):"; \
+		sort -u $(SKIPPED) | sed 's/^/  /'; \
+	fi; exit $$st
 
 unit:
 	$(GO) test -timeout 15m ./...

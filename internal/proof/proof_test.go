@@ -1,0 +1,54 @@
+package proof
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fakeT records what Missing does to a test.
+type fakeT struct {
+	testing.TB
+	skipped, failed bool
+	msg             string
+}
+
+func (f *fakeT) Helper()      {}
+func (f *fakeT) Name() string { return "TestX" }
+func (f *fakeT) Skip(args ...any) {
+	f.skipped = true
+	f.msg = args[0].(string)
+}
+func (f *fakeT) Fatalf(format string, args ...any) {
+	f.failed = true
+	f.msg = format
+}
+func (f *fakeT) Logf(string, ...any) {}
+
+func TestAMissingToolIsRecordedOutsideCIAndFailsInCI(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "sub", "skipped")
+	t.Setenv(Env, log)
+	t.Setenv("CI", "")
+	ft := &fakeT{}
+	Missing(ft, "the MSL kernels are not checked", "clang not found")
+	Missing(ft, "ShaderTypes.h is not checked", "no C compiler")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "TestX: the MSL kernels are not checked: clang not found\nTestX: ShaderTypes.h is not checked: no C compiler\n"
+	if !ft.skipped || ft.failed || string(b) != want {
+		t.Errorf("skipped %v, failed %v, file %q; want a skip and %q", ft.skipped, ft.failed, b, want)
+	}
+
+	t.Setenv("CI", "true")
+	ft = &fakeT{}
+	Missing(ft, "the MSL kernels are not checked", "clang not found")
+	if !ft.failed || ft.skipped || !strings.Contains(ft.msg, "CI installs") {
+		t.Errorf("in CI: failed %v, skipped %v, %q; want a failure", ft.failed, ft.skipped, ft.msg)
+	}
+	if b2, _ := os.ReadFile(log); string(b2) != want {
+		t.Errorf("CI's failure was recorded as a skip: %q", b2)
+	}
+}
