@@ -71,6 +71,7 @@ func (e ErrorExit) Unwrap() error { return e.Err }
 
 // Main runs the command args name and returns the exit status.
 func (a *App) Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args = a.versionAlias(args)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			if c, ok := a.cmds[args[1]]; ok {
