@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,24 +97,53 @@ func checksum(file []byte) [32]byte {
 }
 
 // WriteFile encodes p to path, through a temporary file renamed into place
-// so that a reader never sees half a plan.
+// so that a reader never sees half a plan. The plan gets the mode a file
+// created normally would (0666 less the umask: the temporary file is opened
+// with that mode, not os.CreateTemp's 0600), and errors name path, never
+// the temporary file.
 func WriteFile(path string, p *Plan) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	tmp, err := createNextTo(path)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return fmt.Errorf("plan: writing %s: %w", path, bareError(err))
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(Encode(p)); err != nil {
 		tmp.Close()
-		return fmt.Errorf("plan: writing %s: %w", path, err)
+		return fmt.Errorf("plan: writing %s: %w", path, bareError(err))
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("plan: writing %s: %w", path, err)
+		return fmt.Errorf("plan: writing %s: %w", path, bareError(err))
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return fmt.Errorf("plan: writing %s: %w", path, bareError(err))
 	}
 	return nil
+}
+
+// createNextTo creates a new file in path's folder, named after it, with
+// mode 0666 for the umask to reduce.
+func createNextTo(path string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := fmt.Sprintf("%s.tmp%d", path, rand.Uint32())
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) || try == 100 {
+			return f, err
+		}
+	}
+}
+
+// bareError is err without the file names a *PathError or *LinkError
+// adds, which here would be the temporary file's.
+func bareError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // ReadFile reads, checks and validates the plan at path. Its errors name
