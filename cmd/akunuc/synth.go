@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -110,17 +111,7 @@ func runSynth(ctx *cli.Context, args []string) error {
 		return err
 	}
 	start := time.Now()
-	last := start
-	o.Progress = func(done, total int64) {
-		if total < 64<<20 || (time.Since(last) < time.Second && done < total) {
-			return
-		}
-		last = time.Now()
-		fmt.Fprintf(ctx.Stderr, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), modelinfo.Bytes(total))
-		if done == total {
-			fmt.Fprintln(ctx.Stderr)
-		}
-	}
+	o.Progress = synthProgress(ctx.Stderr, cli.IsTerminal(ctx.Stderr))
 	p, err := synth.Build(reg, o)
 	if err != nil {
 		return err
@@ -139,4 +130,32 @@ func runSynth(ctx *cli.Context, args []string) error {
 	fmt.Fprintf(ctx.Stdout, "wrote %s: %s (%s), %d tensors, %s parameters, %s in %.1fs\n",
 		out, p.HParams.Arch, p.Arch.Name, len(p.Tensors), modelinfo.Count(params), strings.ToLower(o.DType.String()), time.Since(start).Seconds())
 	return nil
+}
+
+// synthProgress tells how much of a large model (64 MiB or more) is
+// written: on a terminal one line rewritten at most once a second; into a
+// file or a pipe (a log) a plain line at each quarter, never a \r.
+func synthProgress(w io.Writer, tty bool) func(done, total int64) {
+	var last time.Time
+	quarter := 0
+	return func(done, total int64) {
+		if total < 64<<20 {
+			return
+		}
+		if !tty {
+			if q := int(4 * min(done, total) / total); q > quarter {
+				quarter = q
+				fmt.Fprintf(w, "synth: %d%% of %s\n", 25*q, modelinfo.Bytes(total))
+			}
+			return
+		}
+		if time.Since(last) < time.Second && done < total {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(w, "\rsynth: %5.1f%% of %s", 100*float64(done)/float64(total), modelinfo.Bytes(total))
+		if done == total {
+			fmt.Fprintln(w)
+		}
+	}
 }
