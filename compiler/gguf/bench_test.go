@@ -3,6 +3,7 @@ package gguf
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -40,6 +41,45 @@ func BenchmarkReadLargeVocab(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := read(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchModel is the file the sum benchmarks map: $AKUNU_BENCH_GGUF (a
+// large model, to measure what a load costs) or stories260K.
+func benchModel(b *testing.B) *Mapping {
+	path := os.Getenv("AKUNU_BENCH_GGUF")
+	if path == "" {
+		path = storiesPath(b)
+	}
+	m, err := Map(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}
+
+// BenchmarkSampledSums is the weight check of every load (ADR 0013); its
+// bytes/s counts the whole model, so ns/op is the figure to read.
+func BenchmarkSampledSums(b *testing.B) {
+	m := benchModel(b)
+	b.SetBytes(m.FileSize)
+	for b.Loop() {
+		if _, err := m.SampledSums(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFullSums is verify-model's and the compiler's read of every
+// byte, on every core.
+func BenchmarkFullSums(b *testing.B) {
+	m := benchModel(b)
+	b.SetBytes(m.FileSize)
+	for b.Loop() {
+		if _, err := m.FullSums(0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	goruntime "runtime"
 	"runtime/debug"
 	"slices"
@@ -88,9 +89,17 @@ func tensorSum(t *TensorInfo, data []byte, full bool) [32]byte {
 }
 
 // SampledSums are the sampled sums of every tensor, in table order.
+//
+// They are read with pread, not through the mapping: a fault on a mapped
+// page reads ahead (128 KiB and more), so touching 8 blocks of every tensor
+// of a model not in the page cache would read most of it; 4 KiB reads read
+// 4 KiB. sampleReaders of them are in flight at once, for the disk's queue.
 func (m *Mapping) SampledSums() ([][32]byte, error) {
-	return m.sums(false, 1)
+	return m.sums(false, sampleReaders)
 }
+
+// sampleReaders is how many sampled reads are in flight: I/O, not CPU.
+const sampleReaders = 8
 
 // FullSums are the SHA-256 sums of every byte of every tensor, in table
 // order, hashed by up to workers goroutines (0: one a CPU).
@@ -123,6 +132,10 @@ func (m *Mapping) sums(full bool, workers int) ([][32]byte, error) {
 	)
 	work := func() {
 		defer wg.Done()
+		var buf []byte
+		if !full {
+			buf = make([]byte, SampleBlocks*SampleBlock)
+		}
 		for {
 			mu.Lock()
 			if next >= len(order) || first != nil {
@@ -132,7 +145,13 @@ func (m *Mapping) sums(full bool, workers int) ([][32]byte, error) {
 			i := order[next]
 			next++
 			mu.Unlock()
-			sum, err := m.sumOne(i, full)
+			var sum [32]byte
+			var err error
+			if full {
+				sum, err = m.sumOne(i, true)
+			} else {
+				sum, err = m.sampledSum(i, buf)
+			}
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -154,6 +173,32 @@ func (m *Mapping) sums(full bool, workers int) ([][32]byte, error) {
 	if first != nil {
 		return nil, first
 	}
+	return out, nil
+}
+
+// sampledSum hashes tensor i's sampled blocks, read with pread into buf
+// (SampleBlocks×SampleBlock bytes). A file that shrank is a short read,
+// never a fault.
+func (m *Mapping) sampledSum(i int, buf []byte) ([32]byte, error) {
+	t := &m.Tensors[i]
+	if m.fd == nil {
+		return m.sumOne(i, false)
+	}
+	h := sha256.New()
+	p := sumPrefix(t)
+	h.Write(p[:])
+	for _, s := range SampleSpans(t.Size) {
+		b := buf[:s[1]-s[0]]
+		if _, err := m.fd.ReadAt(b, t.FileOffset+s[0]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrTruncated
+			}
+			return [32]byte{}, fmt.Errorf("gguf: %s: reading tensor %s at [%d, %d): %w", m.path, quote(t.Name), t.FileOffset+s[0], t.FileOffset+s[1], err)
+		}
+		h.Write(b)
+	}
+	var out [32]byte
+	h.Sum(out[:0])
 	return out, nil
 }
 

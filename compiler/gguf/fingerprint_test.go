@@ -65,6 +65,12 @@ func TestSumsAreOfTheirTensor(t *testing.T) {
 	if sampled[0] == sampled[1] || full[0] == full[1] || sampled[0] == full[0] {
 		t.Errorf("sums of equal bytes under other names or kinds agree: %x %x %x", sampled[0][:4], sampled[1][:4], full[0][:4])
 	}
+	// Read with pread or through the mapping, the sums agree.
+	for i := range m.Tensors {
+		if mapped, err := m.sumOne(i, false); err != nil || mapped != sampled[i] {
+			t.Errorf("tensor %d: the sampled sum through the mapping differs from the one read: %v", i, err)
+		}
+	}
 	again, err := m.FullSums(1)
 	if err != nil || again[2] != full[2] {
 		t.Errorf("full sums depend on the workers: %v", err)
