@@ -54,7 +54,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 				return err
 			}
 		}
-		fmt.Fprintf(ctx.Stderr, "akunuc: --chip auto: %s → %s\n", strings.ReplaceAll(strings.TrimSpace(found), "\n", "; "), prof)
+		fmt.Fprintln(ctx.Stderr, autoChipLine(found, prof))
 	} else if prof, err = chips.Resolve(*chip, *cores); err != nil {
 		return err
 	}
@@ -83,4 +83,14 @@ func runCompile(ctx *cli.Context, args []string) error {
 		*out, p.Model.HParams.Arch, prof, p.Model.HParams.Ctx, len(p.Programs), cmds,
 		modelinfo.Bytes(st.Size()), time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// autoChipLine tells what --chip auto chose: "detected X", and what the
+// machine reported where that says more than X's own name.
+func autoChipLine(found string, prof chips.Profile) string {
+	found = strings.ReplaceAll(strings.TrimSpace(found), "\n", "; ")
+	if found == "" || found == prof.String() {
+		return fmt.Sprintf("akunuc: --chip auto: detected %s", prof)
+	}
+	return fmt.Sprintf("akunuc: --chip auto: detected %s (%s)", prof, found)
 }

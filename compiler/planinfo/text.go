@@ -24,7 +24,16 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 	if t.Kind == "cpu" {
 		cores = fmt.Sprintf("%d CPU cores", t.CPUCores)
 	}
-	p("target\t%s: %s %s, %s, %s, %.0f GB/s, SLC %s\n", t.Chip, t.Vendor, t.Kind, t.Family, cores, t.BandwidthGBs, b(t.SLCBytes))
+	// A CPU profile records no bandwidth or SLC (the machine's memory is
+	// not the chip's to know): say so rather than print zeros.
+	bw := "bandwidth unknown"
+	if t.BandwidthGBs > 0 {
+		bw = fmt.Sprintf("%.0f GB/s", t.BandwidthGBs)
+	}
+	if t.SLCBytes > 0 {
+		bw += ", SLC " + b(t.SLCBytes)
+	}
+	p("target\t%s: %s %s, %s, %s, %s\n", t.Chip, t.Vendor, t.Kind, t.Family, cores, bw)
 	tu := t.Tuning
 	p("tuning\tfuse weights %v, q4 large-K threshold %d, wide GEMV threshold %d, chain %d, prefill chunk %d, norm threadgroup %d\n",
 		tu.FuseWeights, tu.Q4LargeKThreshold, tu.WideGEMVThreshold, tu.ChainChunk, tu.PrefillChunk, tu.NormTG)
@@ -55,7 +64,7 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 	if r.RooflineTokS > 0 {
 		p("  roofline\t%.1f tok/s at %.0f GB/s\n", r.RooflineTokS, t.BandwidthGBs)
 	} else {
-		p("  roofline\tunknown (the target has no bandwidth figure)\n")
+		p("  roofline\tnone: the target records no memory bandwidth (CPU profiles do not); akunu bench measures decode speed\n")
 	}
 	tw.Flush()
 
