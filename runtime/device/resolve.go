@@ -1,9 +1,11 @@
 package device
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
@@ -31,6 +33,10 @@ var ErrCommand = errors.New("command cannot run")
 //     or 8 bytes; every binding patch moves a binding of the command, and
 //     its largest value over steps within b keeps the binding inside its
 //     buffer;
+//   - the parameters fit the bindings (kernels.CheckExtents): every element
+//     the kernel reads or writes, with each patched parameter at its
+//     largest and each patched binding at its largest offset, lies inside
+//     what is bound, and no count it divides by is zero;
 //   - the launch is not empty and has at most 1024 threads a threadgroup.
 //
 // Errors name the program, the command index and its label, and wrap
@@ -105,6 +111,9 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 			if hi != 0 || carry != 0 || pt.Width == 4 && top > 1<<32-1 {
 				return fail("patch %d (%s): %d + %d×x overflows %d bytes", i, pt.Kind, pt.Base, pt.Stride, pt.Width)
 			}
+			if err := patchRoles(k, c.Params, pt, top); err != nil {
+				return fail("patch %d (%s): %v", i, pt.Kind, err)
+			}
 		case plans.PatchBinding:
 			if int(pt.At) >= len(c.Bindings) || rp.Two() {
 				return fail("patch %d (%s) of binding %d: the command has %d", i, pt.Kind, pt.At, len(c.Bindings))
@@ -121,6 +130,9 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 			return fail("patch %d (%s): target %v", i, pt.Kind, pt.Target)
 		}
 		r.Patches = append(r.Patches, rp)
+	}
+	if err := k.CheckExtents(extents(p, pr, c, pl, bufs, b, k)); err != nil {
+		return fail("%v", err)
 	}
 	threads := uint64(1)
 	for d := range 3 {
@@ -140,4 +152,100 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 // weights, constants and parameter buffers are read-only.
 func Writable(k plans.BufferKind) bool {
 	return k == plans.BufScratch || k == plans.BufKV || k == plans.BufIO
+}
+
+// extents are command c's worst case for its kernel's extent rule: each
+// patched parameter at the larger of its compiled value and the largest its
+// patch writes over steps within b, and each binding's bytes from its
+// largest offset.
+func extents(p *plans.Plan, pr *plans.Program, c *plans.Command, pl plans.Pipeline, bufs []Buffer, b plans.StepBounds, k *kernels.Kernel) *kernels.Extents {
+	x := &kernels.Extents{
+		Params:    append([]byte(nil), c.Params...),
+		Avail:     make([]uint64, len(k.Bindings)),
+		Constants: make([]uint32, len(k.Constants)),
+		Set:       make([]bool, len(k.Constants)),
+		Ctx:       uint64(p.Model.HParams.Ctx),
+		Seqs:      uint64(b.Seqs),
+		Batch:     uint64(pr.Batch),
+	}
+	for _, pc := range pl.Constants {
+		if int(pc.Index) < len(k.Constants) {
+			x.Constants[pc.Index], x.Set[pc.Index] = pc.Value, true
+		}
+	}
+	off := make([]uint64, len(c.Bindings))
+	for i, bd := range c.Bindings {
+		off[i] = bd.Offset
+	}
+	var patched []int
+	for _, pt := range c.Patches {
+		top := pt.Base + pt.Stride*b.Max(pt.Kind) // Resolve refused overflows
+		switch pt.Target {
+		case plans.PatchBinding:
+			off[pt.At] = max(off[pt.At], top)
+		case plans.PatchParam:
+			w := int(pt.Width)
+			raise(x.Params, int(pt.At), w, top)
+			patched = append(patched, int(pt.At))
+			if pt.Kind == plans.PatchPositionKV {
+				raise(x.Params, int(pt.At)+w, w, pt.Base+pt.Stride*b.Max(plans.PatchKVLength))
+				patched = append(patched, int(pt.At)+w)
+			}
+		}
+	}
+	x.Patched = func(o int) bool { return slices.Contains(patched, o) }
+	for i, bd := range c.Bindings {
+		if size := uint64(bufs[bd.Buffer].Size()); off[i] < size {
+			x.Avail[bd.Slot] = size - off[i]
+		}
+	}
+	return x
+}
+
+// raise sets the w-byte little-endian field at off of params to v when v
+// is larger.
+func raise(params []byte, off, w int, v uint64) {
+	if w == 8 {
+		binary.LittleEndian.PutUint64(params[off:], max(binary.LittleEndian.Uint64(params[off:]), v))
+		return
+	}
+	binary.LittleEndian.PutUint32(params[off:], uint32(max(uint64(binary.LittleEndian.Uint32(params[off:])), v)))
+}
+
+// patchRoles are the parameter roles (kernels' `patch:"ROLE"` tags) each
+// patch kind may write; PatchPositionKV writes a position, then a kv_len.
+var patchRoles_ = map[plans.PatchKind][]string{
+	plans.PatchToken:         {"token"},
+	plans.PatchPosition:      {"position"},
+	plans.PatchStartPosition: {"position"},
+	plans.PatchPositionKV:    {"position", "kv_len"},
+	plans.PatchKVLength:      {"kv_len"},
+	plans.PatchArgmaxSlot:    {"out_slot"},
+	plans.PatchBatchLength:   {"batch"},
+	plans.PatchOutCount:      {"batch"},
+}
+
+// patchRoles checks that parameter patch pt writes fields the kernel
+// declares patchable with a role its kind may write (a token slot into a
+// row count, or into a dimension, would break the kernel's sizes), and that
+// a row count never exceeds the value the command was compiled, and its
+// launch and the backend's scratch sized, for.
+func patchRoles(k *kernels.Kernel, params []byte, pt plans.Patch, top uint64) error {
+	roles := patchRoles_[pt.Kind]
+	if len(roles) == 0 {
+		return fmt.Errorf("a %s patch cannot write parameters", pt.Kind)
+	}
+	for j, role := range roles {
+		at, ok := k.Patchable[role]
+		want := int(pt.At) + j*int(pt.Width)
+		if !ok || at != want || pt.Width != 4 {
+			return fmt.Errorf("%s writes 4 bytes at %d; %s has no %q field there", pt.Kind, want, k.Name, role)
+		}
+	}
+	if roles[0] == "batch" {
+		if v := uint64(binary.LittleEndian.Uint32(params[pt.At:])); top > v {
+			return fmt.Errorf("writes up to %d rows, more than the %d the command was compiled for", top, v)
+		}
+	}
+	return nil
 }
