@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/bits"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -278,19 +280,25 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 
 // WriteFile writes the file to path, replacing it only once the whole file
 // is written (it is written beside path, then renamed). With sparse set,
-// AddZeroTensor data is skipped over rather than written.
+// AddZeroTensor data is skipped over rather than written. The file gets the
+// mode a newly created file gets (0666 less the umask), and errors name
+// path, never the temporary file.
 func (b *Builder) WriteFile(path string, sparse bool) (err error) {
 	if b.err != nil {
 		return b.err
 	}
-	fd, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	fd, err := createBeside(path)
 	if err != nil {
-		return fmt.Errorf("gguf: %w", err)
+		bare, _ := pathless(err)
+		return fmt.Errorf("gguf: writing %s: %w", path, bare)
 	}
 	defer func() {
 		if err != nil {
 			fd.Close()
 			os.Remove(fd.Name())
+			if bare, ok := pathless(err); ok {
+				err = fmt.Errorf("gguf: writing %s: %w", path, bare)
+			}
 		}
 	}()
 	var seeker *os.File
@@ -301,16 +309,38 @@ func (b *Builder) WriteFile(path string, sparse bool) (err error) {
 	if err := b.write(bw, &sparseSink{bw: bw, fd: seeker}); err != nil {
 		return err
 	}
-	if err := fd.Chmod(0o644); err != nil {
-		return fmt.Errorf("gguf: %w", err)
-	}
 	if err := fd.Close(); err != nil {
-		return fmt.Errorf("gguf: %w", err)
+		return err
 	}
-	if err := os.Rename(fd.Name(), path); err != nil {
-		return fmt.Errorf("gguf: %w", err)
+	return os.Rename(fd.Name(), path)
+}
+
+// createBeside creates a new hidden file in path's folder, named after it,
+// with mode 0666 for the umask to reduce (os.CreateTemp's is 0600).
+func createBeside(path string) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, fmt.Sprintf(".%s.tmp%d", base, rand.Uint32()))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) || try == 100 {
+			return f, err
+		}
 	}
-	return nil
+}
+
+// pathless is err without the file name a *PathError or *LinkError adds,
+// which here would be the temporary file's; false (and err) for any other
+// error.
+func pathless(err error) (error, bool) {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err, true
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err, true
+	}
+	return err, false
 }
 
 // sparseSink lets write skip zero tensors in a file: it flushes the buffer,

@@ -294,8 +294,19 @@ func TestZeroTensors(t *testing.T) {
 			t.Errorf("%s differs from WriteTo's bytes (%d vs %d bytes)", filepath.Base(p), len(got), len(mem))
 		}
 	}
-	if st, err := os.Stat(sparse); err != nil || st.Mode().Perm() != 0o644 {
-		t.Errorf("mode %v, %v", st.Mode(), err)
+	// The mode is any new file's under this umask, not a temporary file's
+	// 0600.
+	probe := filepath.Join(t.TempDir(), "probe")
+	if err := os.WriteFile(probe, nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.Stat(probe)
+	if st, err := os.Stat(sparse); err != nil || st.Mode().Perm() != want.Mode().Perm() {
+		t.Errorf("mode %v, %v; want %v", st.Mode(), err, want.Mode().Perm())
+	}
+	bad := filepath.Join(dir, "no", "such", "x.gguf")
+	if err := build().WriteFile(bad, true); err == nil || !strings.Contains(err.Error(), "writing "+bad+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("WriteFile into a missing folder: %v; want an error naming %s and no temporary file", err, bad)
 	}
 	if used, ok := diskUsage(sparse); ok && used > 1<<20 {
 		t.Errorf("the sparse file uses %d bytes of disk for %d bytes of mostly holes", used, len(mem))
