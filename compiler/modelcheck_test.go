@@ -94,6 +94,12 @@ func TestCompileRefusesWhatTheRuntimeWouldRefuse(t *testing.T) {
 		{"a training context of 0 with --ctx compiles", map[string]gguf.Value{"llama.context_length": gguf.Uint32(0)}, 256, ""},
 		{"a chat template that does not parse names its line and column",
 			map[string]gguf.Value{"tokenizer.chat_template": gguf.String("{% if %}hi")}, 0, "tokenizer.chat_template:1:7: "},
+		{"a negative training context", map[string]gguf.Value{"llama.context_length": gguf.Int32(-5)}, 0, "llama.context_length = -5: "},
+		{"an unknown pre-tokenizer names the key", map[string]gguf.Value{"tokenizer.ggml.pre": gguf.String("no-such-pre")}, 0, `tokenizer.ggml.pre "no-such-pre": unknown pre-tokenizer`},
+		{"an EOT id past the vocabulary names its key",
+			map[string]gguf.Value{"tokenizer.ggml.eot_token_id": gguf.Uint32(n + 1)}, 0, "tokenizer.ggml.eot_token_id = "},
+		{"an unclosed block of the chat template",
+			map[string]gguf.Value{"tokenizer.chat_template": gguf.String("{% for m in messages %}{{ m.content }}")}, 0, "tokenizer.chat_template:1:4: unclosed {% for %}"},
 		{"an unknown tokenizer model names the key", map[string]gguf.Value{"tokenizer.ggml.model": gguf.String("t5x")}, 0, `tokenizer.ggml.model "t5x": unsupported tokenizer model`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -215,7 +215,7 @@ func lookupPre(name string) (*preTokenizer, error) {
 	if p, ok := preByName[name]; ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("tokenizer: %w %q (known: %s)", ErrUnknownPreTokenizer, name, strings.Join(PreTokenizers(), ", "))
+	return nil, fmt.Errorf("tokenizer: %s %q: %w (known: %s)", keyPre, name, ErrUnknownPreTokenizer, strings.Join(PreTokenizers(), ", "))
 }
 
 // splitRule is a compiled pattern: a custom splitter or a regex.
