@@ -2,8 +2,11 @@ package plans
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,28 +102,94 @@ func TestDeepNestingIsRefused(t *testing.T) {
 	}
 }
 
+// fuzzBases are the inputs FuzzDecode edits: a whole plan, a smaller one,
+// half a plan, other versions, a GGUF file, nothing, and the hostile
+// bodies (the 100k-deep nesting at 40 levels: the limit is 32, and
+// TestHostileInputIsBounded runs the 100k). Sorted by name, so that an
+// input's base index means the same base in every run.
+func fuzzBases() [][]byte {
+	good := Encode(Example())
+	small := Example()
+	small.Programs = small.Programs[:1]
+	small.Model.Tokenizer = Tokenizer{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1}
+	bases := map[string][]byte{
+		"0 example":        good,
+		"1 small":          Encode(small),
+		"2 half":           reseal(good[:len(good)/2]),
+		"3 format 2":       withVersions(good, 2, 1),
+		"4 format 3 min 3": withVersions(good, 3, 3),
+		"5 gguf":           []byte("GGUF\x03\x00\x00\x00"),
+		"6 empty":          {},
+	}
+	for name, body := range hostileBodies() {
+		if len(body) > 16<<10 {
+			body = cat(encodeUntil(1), bytes.Repeat([]byte{0x91}, 40), []byte{0xc0})
+		}
+		bases["7 "+name] = frame(body)
+	}
+	names := slices.Sorted(maps.Keys(bases))
+	out := make([][]byte, len(names))
+	for i, n := range names {
+		out[i] = bases[n]
+	}
+	return out
+}
+
+// applyEdits applies an edit script to a copy of base: 4 bytes an edit,
+// an op, a little-endian offset (modulo the length) and a value. Op%4 0
+// sets the byte, 1 inserts the value, 2 deletes the byte, 3 truncates
+// there.
+func applyEdits(base, edits []byte) []byte {
+	data := bytes.Clone(base)
+	for ; len(edits) >= 4; edits = edits[4:] {
+		op, v := edits[0]%4, edits[3]
+		off := int(binary.LittleEndian.Uint16(edits[1:]))
+		if len(data) == 0 {
+			if op == 1 {
+				data = append(data, v)
+			}
+			continue
+		}
+		off %= len(data)
+		switch op {
+		case 0:
+			data[off] = v
+		case 1:
+			data = slices.Insert(data, off, v)
+		case 2:
+			data = slices.Delete(data, off, off+1)
+		case 3:
+			data = data[:off]
+		}
+	}
+	return data
+}
+
 // FuzzDecode: no input panics, hangs or allocates out of proportion, and
 // whatever decodes is valid, re-encodes to a plan that decodes to the same
 // bytes, and renders and diffs. reseal fixes up the length and checksum
 // first, so that the fuzzer reaches the body decoder and Validate instead
 // of stopping at the checksum.
+//
+// An input is a base (fuzzBases, by index; past the last, none: edits are
+// the whole input) and an edit script, not a whole plan: Go's minimizer
+// tries O(n²) cuts of every input that finds new coverage, so the
+// offspring of a 10 KiB seed kept a worker minimizing at 0 execs/s for all
+// of -fuzzminimizetime (60 s), longer than make test's 10 s of fuzzing.
+// Scripts of a few dozen bytes minimize in milliseconds.
 func FuzzDecode(f *testing.F) {
-	good := Encode(Example())
-	f.Add(good, false)
-	f.Add(good, true)
-	f.Add(good[:len(good)/2], true)
-	f.Add(withVersions(good, 2, 1), false)
-	f.Add(withVersions(good, 3, 3), false)
-	f.Add([]byte("GGUF\x03\x00\x00\x00"), false)
-	f.Add([]byte{}, false)
-	small := Example()
-	small.Programs = small.Programs[:1]
-	small.Model.Tokenizer = Tokenizer{BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1}
-	f.Add(Encode(small), true)
-	for _, body := range hostileBodies() {
-		f.Add(frame(body), false)
+	bases := fuzzBases()
+	for i := range bases {
+		f.Add(uint8(i), []byte{}, false)
+		f.Add(uint8(i), []byte{0, 0x40, 0, 0x7f}, true)
 	}
-	f.Fuzz(func(t *testing.T, data []byte, fix bool) {
+	f.Add(uint8(0), []byte{3, 0x00, 0x14, 0}, true) // half the example, resealed
+	f.Add(uint8(255), []byte("AKUNUPLN"), false)
+	f.Fuzz(func(t *testing.T, base uint8, edits []byte, fix bool) {
+		data := edits
+		if int(base) < len(bases) {
+			data = applyEdits(bases[base], edits)
+		}
 		if fix {
 			data = reseal(data)
 		}
