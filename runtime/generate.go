@@ -149,7 +149,7 @@ func newGeneration(m *Model, o GenerateOptions, res *Result, t0 time.Time) *gene
 		g.text = newTextStream(m.Tokenizer, o.Stop, o.OnText)
 	}
 	if o.Spec != nil && o.Spec.Drafter != nil {
-		g.spec = newSpecState(m, *o.Spec)
+		g.spec = newSpecState(m, *o.Spec, g.greedy)
 	}
 	if o.MaxTokens > 0 { // no growth, hence no allocation, per token
 		res.Tokens = make([]int32, 0, min(o.MaxTokens, m.Ctx()+1))

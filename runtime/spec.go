@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/sampling"
@@ -111,7 +112,7 @@ type specState struct {
 	pos     int
 }
 
-func newSpecState(m *Model, o Speculation) *specState {
+func newSpecState(m *Model, o Speculation, greedy bool) *specState {
 	if o.Max <= 0 {
 		o.Max = DefaultDraftMax
 	}
@@ -125,7 +126,11 @@ func newSpecState(m *Model, o Speculation) *specState {
 	if o.acceptRule != nil {
 		sp.acceptRule = o.acceptRule
 	}
-	sp.ad = adapt{lo: o.Min, hi: o.Max, rowCost: o.RowCost, rate: 0.6, fixed: o.Fixed}
+	// A greedy generation's tokens do not depend on where its passes
+	// fall, so its costs may be timed; a sampled one's do (each pass
+	// draws its own uniforms), so it keeps RowCost and a seed reproduces
+	// its text.
+	sp.ad = adapt{lo: o.Min, hi: o.Max, rowCost: o.RowCost, rate: 0.6, fixed: o.Fixed, timed: m != nil && greedy}
 	sp.batch = Batch{Tokens: make([]int32, 0, n+1), Pos: make([]int32, 0, n+1), Seq: make([]int32, 0, n+1), Out: make([]bool, 0, n+1)}
 	return sp
 }
@@ -195,6 +200,7 @@ func (sp *specState) verify(g *generation, s *Session, j0, pos int, drafts []int
 		g.res.Spec.Drafted += k
 	} else {
 		g.res.Spec.Plain++
+		sp.ad.idle++
 	}
 	acc := 0
 	for i := 0; i <= k; i++ {
@@ -273,8 +279,8 @@ func (sp *specState) sample(g *generation, logits []float32, pos int, d int32, q
 }
 
 // decodeSpec is the session's speculative loop: each step drafts, and
-// verifies the drafts in one Forward, or decodes one token when there
-// are none.
+// verifies the drafts in one Forward, or decodes without drafts (a chain
+// of tokens while the adaptive length is 0, as plain decoding would).
 func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 	m := s.m
 	sp := g.spec
@@ -286,15 +292,22 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 			return StopCancelled, nil
 		}
 		pos := s.Pos()
-		drafts, err := sp.draft(ctx, g, s.hist, sp.want(g, pos, m.MaxOutputs()-1))
+		t0 := time.Now() // a pass's time includes its drafting
+		k := sp.want(g, pos, m.MaxOutputs()-1)
+		drafts, err := sp.draft(ctx, g, s.hist, k)
 		if err != nil {
 			return "", err
 		}
 		if len(drafts) == 0 {
-			stop, done, err := s.plainStep(ctx, g)
+			n := 1
+			if k == 0 && !g.needLogits() {
+				n = s.chainLen(pos, len(g.res.Tokens), sp.ad.plainRun(), &g.o)
+			}
+			stop, done, err := s.plainSteps(g, max(n, 1))
 			if err != nil || done {
 				return stop, err
 			}
+			sp.ad.timePlain(time.Since(t0), max(n, 1))
 			continue
 		}
 		b := &sp.batch
@@ -316,55 +329,71 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 		if done {
 			return stop, nil
 		}
+		sp.ad.timePass(time.Since(t0), len(drafts))
 	}
 }
 
-// plainStep decodes one token with the decode program (a step with no
-// drafts): its argmax, or, when the token is chosen on the host, by the
-// same rule as a verify pass's last row.
-func (s *Session) plainStep(_ context.Context, g *generation) (Stop, bool, error) {
+// plainSteps decodes n tokens with the decode program, without drafts: a
+// chain of argmaxes on the device (n > 1 only when the token is the
+// argmax), or one step whose token is chosen on the host by the same rule
+// as a verify pass's last row.
+func (s *Session) plainSteps(g *generation, n int) (Stop, bool, error) {
 	m := s.m
 	pos := s.Pos()
 	if err := m.writeToken(0, s.hist[pos]); err != nil {
 		return "", false, err
 	}
-	m.step[0] = plans.Step{Pos: uint32(pos), Batch: 1, Seq: uint32(s.seq)}
-	if err := m.replay(m.decode); err != nil {
-		return "", false, err
-	}
-	m.kv.len[s.seq]++
 	if g.needLogits() {
+		m.step[0] = plans.Step{Pos: uint32(pos), Batch: 1, Seq: uint32(s.seq)}
+		if err := m.replay(m.decode); err != nil {
+			return "", false, err
+		}
+		m.kv.len[s.seq]++
 		m.out.n, m.out.read = 1, true
 		if err := m.be.Read(f32Bytes(m.out.logits[:m.vocab]), m.io.logits, 0); err != nil {
 			return "", false, fmt.Errorf("runtime: reading the logits: %w", err)
 		}
-	} else {
-		if err := m.be.Read(s.rb[:4], m.io.tokens, 4); err != nil {
-			return "", false, err
-		}
-		m.out.n, m.out.read = 1, false
-		m.out.ids[0] = int32(u32At(s.rb, 0))
+		stop, done := g.spec.verify(g, s, 0, pos, nil)
+		return stop, done, nil
 	}
-	stop, done := g.spec.verify(g, s, 0, pos, nil)
-	return stop, done, nil
+	if err := s.chain(m.decode, n); err != nil {
+		return "", false, err
+	}
+	if err := m.be.Read(s.rb[:4*n], m.io.tokens, 4); err != nil {
+		return "", false, err
+	}
+	for i := range n {
+		m.kv.len[s.seq]++
+		m.out.n, m.out.read = 1, false
+		m.out.ids[0] = int32(u32At(s.rb, i))
+		if stop, done := g.spec.verify(g, s, 0, pos+i, nil); done {
+			return stop, true, nil
+		}
+	}
+	return "", false, nil
 }
 
-// adapt chooses the draft length from the recent acceptance rate.
+// adapt chooses the draft length from the recent acceptance rate and
+// what passes cost, measured: the time of a pass against a plain token's.
 type adapt struct {
-	lo, hi  int
+	lo, hi int
+	// rowCost is what a draft row adds to a pass, in plain tokens' time:
+	// the default until both have been timed, then measured.
 	rowCost float64
 	rate    float64 // the estimated probability that a draft is accepted
 	fixed   bool
-	idle    int // steps without drafting since the last probe
+	timed   bool    // measure rowCost (else it stays as given)
+	idle    int     // tokens decoded without drafting since the last probe
+	plainT  float64 // seconds a plain token takes (0: not timed yet)
 }
 
-// probeEvery is how many undrafted steps pass before a short probe pass
+// probeEvery is how many undrafted tokens pass before a short probe pass
 // measures the rate again: text that stops drafting well costs a probe in
 // this many tokens, text that starts to draft well is found within them.
 const probeEvery = 16
 
-// rateWeight is the weight of one observed draft in the rate (an
-// exponential average over the last few dozen drafts).
+// rateWeight is the weight of one observation in the rate and the costs
+// (an exponential average over the last few dozen).
 const rateWeight = 0.1
 
 // next is the draft length to ask for now.
@@ -372,17 +401,20 @@ func (a *adapt) next() int {
 	if a.fixed {
 		return a.hi
 	}
-	k := draftLen(a.rate, a.lo, a.hi, a.rowCost)
-	if k > 0 {
+	if k := draftLen(a.rate, a.lo, a.hi, a.rowCost); k > 0 {
 		a.idle = 0
 		return k
 	}
-	if a.idle++; a.idle >= probeEvery {
+	if a.idle >= probeEvery {
 		a.idle = 0
 		return a.lo
 	}
 	return 0
 }
+
+// plainRun is how many tokens to decode without drafts before the next
+// probe (at least 1).
+func (a *adapt) plainRun() int { return max(1, probeEvery-a.idle) }
 
 // update takes a pass's outcome: accepted of drafted drafts kept (each
 // kept draft is an observed success; the first rejected one a failure).
@@ -393,6 +425,29 @@ func (a *adapt) update(drafted, accepted int) {
 	if accepted < drafted {
 		a.rate -= rateWeight * a.rate
 	}
+}
+
+// timePlain takes n plain tokens' time.
+func (a *adapt) timePlain(d time.Duration, n int) {
+	if !a.timed {
+		return
+	}
+	t := d.Seconds() / float64(max(n, 1))
+	if a.plainT == 0 {
+		a.plainT = t
+	} else {
+		a.plainT += rateWeight * (t - a.plainT)
+	}
+}
+
+// timePass takes the time of a pass of k drafts: beside a plain token's,
+// what each draft row (and the drafting) added.
+func (a *adapt) timePass(d time.Duration, k int) {
+	if !a.timed || a.plainT == 0 || k == 0 {
+		return
+	}
+	c := (d.Seconds()/a.plainT - 1) / float64(k)
+	a.rowCost += rateWeight * (min(max(c, 0.01), 10) - a.rowCost)
 }
 
 // draftLen is the draft length k ∈ {0} ∪ [lo, hi] that gives the most

@@ -13,17 +13,18 @@ type SpecBenchResult struct {
 	Plain, Spec []float64 // decode tok/s per repetition
 	Stats       SpecStats
 	Tokens      int  // generated per run
-	Same        bool // every speculative run gave the plain run's tokens
+	Same        bool // every speculative run gave the plain run's tokens (greedy)
 }
 
-// BenchSpec decodes tg greedy tokens (EOS ignored) after prompt, reps
-// times after a warm-up, each repetition a plain run then a speculative
-// one with the Speculation spec returns (called once a run, on a fresh
-// session each), so that both see the same machine's state.
-func (m *Model) BenchSpec(prompt []int32, tg, reps int, spec func() (*Speculation, func(), error), each BenchProgress) (*SpecBenchResult, error) {
-	r := &SpecBenchResult{Same: true}
+// BenchSpec decodes tg tokens (EOS ignored) after prompt with smp (greedy
+// or sampled), reps times after a warm-up, each repetition a plain run
+// then a speculative one with the Speculation spec returns (called once a
+// run, on a fresh session each), so that both see the same machine's
+// state.
+func (m *Model) BenchSpec(prompt []int32, tg, reps int, smp Sampling, spec func() (*Speculation, func(), error), each BenchProgress) (*SpecBenchResult, error) {
+	r := &SpecBenchResult{Same: smp.Greedy()}
 	ctx := context.Background()
-	o := GenerateOptions{MaxTokens: tg + 1, IgnoreEOS: true}
+	o := GenerateOptions{MaxTokens: tg + 1, IgnoreEOS: true, Sampling: smp}
 	rate := func(res *Result) float64 { return float64(len(res.Tokens)-1) / res.DecodeTime.Seconds() }
 	s, err := m.NewSession()
 	if err != nil {

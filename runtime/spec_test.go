@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/runtime/sampling"
@@ -51,31 +52,49 @@ func TestDraftLenFollowsTheRate(t *testing.T) {
 }
 
 func TestAdaptiveLengthStopsAndProbes(t *testing.T) {
-	a := adapt{lo: 1, hi: 8, rowCost: 0.15, rate: 0.6}
-	for range 40 { // every draft rejected
+	a := adapt{lo: 1, hi: 8, rowCost: 0.15, rate: 0.6, timed: true}
+	// step is one decoding step: a pass of k drafts (accepted of them
+	// kept), or plain tokens up to the next probe; it returns the
+	// tokens it made and whether it was a pass.
+	step := func(accept func(k int) int) (int, bool) {
 		if k := a.next(); k > 0 {
-			a.update(k, 0)
+			a.update(k, accept(k))
+			return 1, true
 		}
+		n := a.plainRun()
+		a.idle += n
+		a.timePlain(time.Duration(n)*time.Millisecond, n)
+		return n, false
 	}
-	zero, probes := 0, 0
-	for range 64 {
-		if k := a.next(); k == 0 {
-			zero++
-		} else {
+	for range 40 { // every draft rejected
+		step(func(int) int { return 0 })
+	}
+	plain, probes := 0, 0
+	for plain < 160 {
+		n, pass := step(func(int) int { return 0 })
+		if pass {
 			probes++
-			a.update(k, 0)
+		} else {
+			plain += n
 		}
 	}
-	if probes == 0 || probes > 64/probeEvery+1 || zero < 60 {
-		t.Fatalf("after rejections: %d steps without drafts, %d probes (want a probe every %d)", zero, probes, probeEvery)
+	if probes < 160/probeEvery-1 || probes > 160/probeEvery+1 {
+		t.Fatalf("after rejections: %d probes in %d plain tokens, want one every %d", probes, plain, probeEvery)
 	}
 	for range 40 { // every draft accepted
-		if k := a.next(); k > 0 {
-			a.update(k, k)
-		}
+		step(func(k int) int { return k })
 	}
 	if k := a.next(); k < 4 {
 		t.Fatalf("after acceptances the length is %d", k)
+	}
+	// A pass that costs as much as 4 plain tokens a draft is not worth
+	// drafting even at a fair rate.
+	a.rate = 0.6
+	for range 40 {
+		a.timePass(time.Duration(1+4*2)*time.Millisecond, 2)
+	}
+	if k := a.next(); k != 0 {
+		t.Fatalf("with rows costing %.2f plain tokens, the length is %d", a.rowCost, k)
 	}
 }
 
@@ -320,7 +339,7 @@ func TestSpeculativeSamplingKeepsTheTargetDistribution(t *testing.T) {
 		wrongQ[i] += 0.5 / 8
 	}
 	const seeds = 3000
-	run := func(t *testing.T, d *fixedDrafter, rule func(p, q float32, u float64) bool) []int {
+	run := func(t *testing.T, d *fixedDrafter, rule func(p, q float32, u float64) bool, seeds int) []int {
 		counts := make([]int, m.vocab)
 		s := sess(t, m)
 		n := len(prompt) - 1
@@ -349,13 +368,14 @@ func TestSpeculativeSamplingKeepsTheTargetDistribution(t *testing.T) {
 		d    *fixedDrafter
 		rule func(p, q float32, u float64) bool
 		fit  bool
+		n    int
 	}{
-		{"a point draft", &fixedDrafter{tok: second}, nil, true},
-		{"a draft from a wrong q", &fixedDrafter{q: wrongQ}, nil, true},
-		{"a rule that accepts every draft fails", &fixedDrafter{tok: second}, func(float32, float32, float64) bool { return true }, false},
+		{"a point draft", &fixedDrafter{tok: second}, nil, true, seeds},
+		{"a draft from a wrong q", &fixedDrafter{q: wrongQ}, nil, true, seeds},
+		{"a rule that accepts every draft fails", &fixedDrafter{tok: second}, func(float32, float32, float64) bool { return true }, false, 500},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			chi, df, crit := chiSquare(run(t, tc.d, tc.rule), target, seeds)
+			chi, df, crit := chiSquare(run(t, tc.d, tc.rule, tc.n), target, tc.n)
 			t.Logf("chi-square %.1f, %d degrees of freedom, critical value %.1f at 0.001", chi, df, crit)
 			if fits := chi <= crit; fits != tc.fit {
 				t.Fatalf("chi-square %.1f against %.1f (df %d): fits=%v, want %v", chi, crit, df, fits, tc.fit)

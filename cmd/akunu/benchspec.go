@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"text/tabwriter"
@@ -16,15 +17,20 @@ import (
 type benchSpecFlags struct {
 	spec             specFlags
 	prompt, promptIn *string
+	temp             *float64
+	seed             *int
 }
 
 func addBenchSpecFlags(fs interface {
 	String(string, string, string) *string
 	Int(string, int, string) *int
+	Float64(string, float64, string) *float64
 }) benchSpecFlags {
 	return benchSpecFlags{spec: addSpecFlags(fs),
 		prompt:   fs.String("prompt", "", "with --spec: the prompt to decode after (default: a passage and the request to repeat it)"),
 		promptIn: fs.String("prompt-file", "", "with --spec: a file holding the prompt (a copy-heavy task: a passage the output repeats)"),
+		temp:     fs.Float64("temp", 0, "with --spec: the temperature, at least 0 (0: greedy; sampled runs draw from the whole vocabulary)"),
+		seed:     fs.Int("seed", 1, "with --spec and --temp: the sampling seed, 0 to 4294967295"),
 	}
 }
 
@@ -32,7 +38,12 @@ func (b benchSpecFlags) check() error {
 	if err := b.spec.check(); err != nil {
 		return err
 	}
+	if err := firstError(floatIn("temp", *b.temp, 0, 100, false, false), intIn("seed", *b.seed, 0, math.MaxUint32)); err != nil {
+		return err
+	}
 	switch {
+	case *b.spec.mode == "" && *b.temp != 0:
+		return cli.FlagError{Flag: "temp", Msg: "a temperature is for --spec's comparison"}
 	case *b.prompt != "" && *b.promptIn != "":
 		return cli.FlagError{Flag: "prompt-file", Msg: "give --prompt or --prompt-file, not both"}
 	case *b.spec.mode == "" && (*b.prompt != "" || *b.promptIn != ""):
@@ -71,8 +82,9 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 	}
 	defer spc.close()
 	prog := newProgress(ctx.Stderr, reps)
-	prog.phase(fmt.Sprintf("plain and --spec %s greedy decode of %d tokens after %d, %d runs after a warm-up", *b.spec.mode, tg, len(prompt), reps))
-	r, err := m.BenchSpec(prompt, tg, reps, func() (*runtime.Speculation, func(), error) { return spc.speculation(m) },
+	prog.phase(fmt.Sprintf("plain and --spec %s decode of %d tokens after %d, %d runs after a warm-up", *b.spec.mode, tg, len(prompt), reps))
+	smp := runtime.Sampling{Temperature: float32(*b.temp), Seed: uint32(*b.seed)}
+	r, err := m.BenchSpec(prompt, tg, reps, smp, func() (*runtime.Speculation, func(), error) { return spc.speculation(m) },
 		func(rep int, plain, spec float64) {
 			prog.rep(rep, fmt.Sprintf("plain %.2f t/s, speculative %.2f t/s", plain, spec))
 		})
@@ -86,7 +98,7 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 		out := map[string]any{"plan": m.Plan.Header.Model.File, "spec": *b.spec.mode, "draft": *b.spec.draft, "draft_max": *b.spec.max,
 			"prompt_tokens": len(prompt), "tg": tg, "reps": reps,
 			"plain_tok_s_median": plain, "spec_tok_s_median": spec, "speedup": speedup, "plain_runs": r.Plain, "spec_runs": r.Spec,
-			"accept_rate": r.Stats.AcceptRate(), "tokens_per_pass": r.Stats.TokensPerPass(), "stats": r.Stats, "same_tokens": r.Same}
+			"temp": *b.temp, "seed": *b.seed, "accept_rate": r.Stats.AcceptRate(), "tokens_per_pass": r.Stats.TokensPerPass(), "stats": r.Stats, "same_tokens": r.Same}
 		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
@@ -98,7 +110,10 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 		100*r.Stats.AcceptRate(), r.Stats.TokensPerPass())
 	w.Flush()
 	same := "the same tokens as plain decode"
-	if !r.Same {
+	switch {
+	case !smp.Greedy():
+		same = fmt.Sprintf("sampled at temperature %g, seed %d", *b.temp, *b.seed)
+	case !r.Same:
 		same = "TOKENS DIFFER from plain decode (a near tie between the batch and decode programs' logits, or a bug)"
 	}
 	fmt.Fprintf(ctx.Stdout, "\nmedians of %d runs [min–max]; last run: %d passes, %d of %d drafts accepted, %d steps without drafts; %s\n",
