@@ -6,6 +6,7 @@
 #   make plans  regenerate the golden plan renderings (testdata/plans)
 #   make bench  akunu's decode against llama.cpp's on the same files and threads (BENCH_THREADS)
 #   make bench-serve  akunu serve under 1-16 concurrent streams: aggregate tok/s, TTFT, gaps
+#   make bench-spec   speculative decoding against plain decode (THREADS=16 on a bigger host)
 #   make fuzz   long fuzzing: every FuzzXxx target of the module (FUZZTIME each, default 5m)
 
 GO       ?= go
@@ -13,7 +14,7 @@ FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-.PHONY: all build test unit fuzz fuzz-short lint demo llama openai clean plans bench bench-serve
+.PHONY: all build test unit fuzz fuzz-short lint demo llama openai clean plans bench bench-serve bench-spec
 
 all: build
 
@@ -84,6 +85,9 @@ bench-serve: build
 	@test -f testdata/tmp/qwen3-0.6b-q4_0.gguf || $(GO) run ./cmd/akunuc synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --dtype q4_0 --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1 -o testdata/tmp/qwen3-0.6b-q4_0.gguf
 	$(BIN)/akunuc compile testdata/tmp/qwen3-0.6b-q4_0.gguf --chip auto --ctx 1024 -o testdata/tmp/qwen3-0.6b-q4_0.serve.plan
 	$(GO) run ./internal/servebench -akunu $(BIN)/akunu -threads $(BENCH_THREADS) -streams $(BENCH_STREAMS) -tokens 128 -prompt 64 -reps 3 -json testdata/tmp/bench-serve.json testdata/tmp/qwen3-0.6b-q4_0.serve.plan
+
+bench-spec: build
+	THREADS=$(THREADS) scripts/bench-spec.sh
 
 DEMO := testdata/tmp
 demo: build

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Speculative decoding's scenarios (docs/runtime.md, "Speculative
+# decoding"): akunu bench --spec times plain and speculative decode of the
+# same text in one process, alternating them, and reports the speedup,
+# the acceptance rate and the tokens a verify pass gave.
+#
+#   THREADS=16 scripts/bench-spec.sh      (make bench-spec runs it)
+#
+# Models: stories260K (a real model: its text is what n-gram lookup drafts
+# from), and the Qwen3-0.6B shape synthesized twice from one seed, Q8_0 (the
+# target) and Q4_0 (its draft). Random weights make a synthetic model's
+# greedy text a fixed point (one token repeated), which every drafter
+# predicts: its n-gram figure is the verify pass's ceiling at full
+# acceptance, not a copy task's; its draft-model figure is what the Q4_0
+# draft's cost allows when the weights agree.
+set -eu
+THREADS=${THREADS:-0}
+N=${N:-128}
+REPS=${REPS:-3}
+BIN=${BIN:-bin}
+DIR=testdata/tmp/spec
+SHARED=${SHARED:-../shared}
+mkdir -p "$DIR"
+for d in q8_0 q4_0; do
+	test -f "$DIR/qwen3-$d.gguf" || "$BIN/akunuc" synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 \
+		--head-dim 128 --ffn 3072 --tied --dtype "$d" --seed 42 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-$d.gguf"
+	"$BIN/akunuc" compile "$DIR/qwen3-$d.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-$d.plan"
+done
+cp "$SHARED/models/stories260K.gguf" "$DIR/stories260K.gguf"
+"$BIN/akunuc" compile "$DIR/stories260K.gguf" --chip auto -o "$DIR/stories260K.plan"
+# A copy-heavy prompt: a passage, then its first sentences again, which
+# the model goes on retelling.
+cat >"$DIR/copy.txt" <<'TXT'
+Lily and Tom went to the park. They saw a big dog. The dog was happy and ran to them. Lily gave the dog a ball. Tom threw the ball and the dog ran after it.
+
+Lily and Tom went to the park. They saw a big dog. The dog was happy
+TXT
+b() { echo "== $*"; "$BIN/akunu" bench --threads "$THREADS" -r "$REPS" "$@" | tail -3; echo; }
+b "$DIR/stories260K.plan" -n 256 --spec ngram --prompt-file "$DIR/copy.txt"
+b "$DIR/stories260K.plan" -n 256 --spec ngram --prompt "Zebra quietly seven umbrella"
+b "$DIR/stories260K.plan" -n 256 --spec ngram --prompt-file "$DIR/copy.txt" --temp 1
+b "$DIR/qwen3-q8_0.plan" -n "$N" --spec ngram
+b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan"
+b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan" --temp 1 --draft-max 4
