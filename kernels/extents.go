@@ -34,6 +34,9 @@ type Extents struct {
 	Seqs uint64
 	// Batch is the most rows of the command's program.
 	Batch uint64
+	// Vocab is the model's vocabulary: a runtime rewrites a sampling
+	// command's knobs with it (0: unknown, not checked).
+	Vocab uint64
 }
 
 // ErrExtent is wrapped by CheckExtents's errors.
@@ -222,6 +225,11 @@ func extentRule(r *rule) {
 	case OpGumbelTopK:
 		es := r.actSize()
 		v := r.pos1("vocab")
+		if r.x.Vocab != 0 && v != r.x.Vocab {
+			// The sampler is prepared for this vocab; a generation
+			// rewrites it with the model's.
+			r.fail("vocab %d, the model's vocabulary is %d", v, r.x.Vocab)
+		}
 		r.need("logits", mul(v, es), "vocab logits")
 	case OpBiasAdd, OpAdd, OpMul, OpScale, OpSoftcap, OpSiLU, OpGELU, OpSiLUGate, OpGELUGate, OpCopy, OpConvert, OpGatherRows:
 		elementwiseRule(r)

@@ -289,6 +289,9 @@ func tryMutation(base []byte, model string, ms []mutation, i int, want []int32) 
 	defer func() {
 		if r := recover(); r != nil {
 			out, detail = outPanic, fmt.Sprint(r)
+			if os.Getenv("AKUNU_MUTATION_STACK") != "" {
+				detail += string(debug.Stack())
+			}
 		}
 	}()
 	p, err := plans.Decode("", base)

@@ -81,6 +81,9 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 		if kb.Access != kernels.Read && !Writable(pb.Kind) {
 			return fail("slot %d (%s) writes buffer %q, a %s buffer, which commands may only read", bd.Slot, kb.Name, pb.Name, pb.Kind)
 		}
+		if !roleTakes(kb.Role, pb.Kind) {
+			return fail("slot %d (%s) takes a %s buffer; buffer %q is a %s buffer", bd.Slot, kb.Name, kb.Role, pb.Name, pb.Kind)
+		}
 		end, carry := bits.Add64(bd.Offset, bd.Length, 0)
 		if bd.Offset >= uint64(buf.Size()) || carry != 0 || end > uint64(buf.Size()) {
 			return fail("slot %d (%s): offset %d + %d bytes exceeds buffer %q (%d bytes)", bd.Slot, kb.Name, bd.Offset, bd.Length, pb.Name, buf.Size())
@@ -147,6 +150,23 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 	return r, nil
 }
 
+// roleTakes reports whether a binding of role r may be bound to a buffer of
+// kind k: model data (weights, derived weights, constants) where the
+// kernel reads a weight, a KV buffer where it reads a cache, the engine's
+// scratch and io buffers for the rest. The compiler binds by these roles;
+// a plan that binds otherwise was damaged.
+func roleTakes(r kernels.Role, k plans.BufferKind) bool {
+	switch r {
+	case kernels.RoleWeight:
+		return k == plans.BufWeight || k == plans.BufDerived || k == plans.BufConstant
+	case kernels.RoleKV:
+		return k == plans.BufKV
+	case kernels.RoleActivation, kernels.RoleScratch, kernels.RoleIO:
+		return k == plans.BufScratch || k == plans.BufIO
+	}
+	return false
+}
+
 // Writable reports whether commands may write buffers of kind k: scratch,
 // KV and io buffers. Weights (mapped read-only from the model file), derived
 // weights, constants and parameter buffers are read-only.
@@ -167,6 +187,7 @@ func extents(p *plans.Plan, pr *plans.Program, c *plans.Command, pl plans.Pipeli
 		Ctx:       uint64(p.Model.HParams.Ctx),
 		Seqs:      uint64(b.Seqs),
 		Batch:     uint64(pr.Batch),
+		Vocab:     uint64(p.Model.HParams.Vocab),
 	}
 	for _, pc := range pl.Constants {
 		if int(pc.Index) < len(k.Constants) {
