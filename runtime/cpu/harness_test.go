@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -89,14 +90,32 @@ func (h *harness) exec(p plans.Pipeline, cmd *plans.Command) (*Exec, error) {
 	var bufs []device.Buffer
 	c := *cmd
 	c.Bindings = append([]plans.Binding(nil), cmd.Bindings...)
+	k, _ := kernels.Lookup(p.Kernel)
 	for j, bd := range c.Bindings {
-		pl.Buffers = append(pl.Buffers, plans.Buffer{Name: "b" + strconv.Itoa(j), Kind: plans.BufScratch, Size: uint64(len(h.bufs[bd.Buffer]))})
+		// Each buffer of the kind its slot's role takes (Resolve checks).
+		kind := plans.BufScratch
+		if k != nil && int(bd.Slot) < len(k.Bindings) {
+			switch k.Bindings[bd.Slot].Role {
+			case kernels.RoleWeight:
+				kind = plans.BufWeight
+			case kernels.RoleKV:
+				kind = plans.BufKV
+			}
+		}
+		pl.Buffers = append(pl.Buffers, plans.Buffer{Name: "b" + strconv.Itoa(j), Kind: kind, Size: uint64(len(h.bufs[bd.Buffer]))})
 		bufs = append(bufs, h.dev[bd.Buffer])
 		c.Bindings[j].Buffer = uint32(j)
 	}
 	c.Pipeline = 0
 	pr := &plans.Program{Name: "test", Batch: 1, Commands: []plans.Command{c}}
-	rc, err := device.Resolve(pl, pr, 0, bufs, harnessBounds)
+	// The bounds the command's own cache allows: its max_ctx positions
+	// and one sequence slot (device.Resolve holds a command to them).
+	b := harnessBounds
+	b.Seqs = 1
+	if f, ok := k.Params.Field("max_ctx"); k != nil && ok && f.Offset+4 <= len(c.Params) {
+		b.Ctx = binary.LittleEndian.Uint32(c.Params[f.Offset:])
+	}
+	rc, err := device.Resolve(pl, pr, 0, bufs, b)
 	if err != nil {
 		return nil, err
 	}

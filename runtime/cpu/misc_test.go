@@ -221,7 +221,7 @@ func TestBoundChainDoesNotAllocate(t *testing.T) {
 	wqkv, _ := weights(t, r, dtype.Q8_0, (nh+2*nkv)*hd, dim)
 	wo, _ := weights(t, r, dtype.Q4_K, dim, nh*hd)
 	wout, _ := weights(t, r, dtype.Q6_K, vocab, dim)
-	ids := Alloc(4 * 8)
+	ids := Alloc(4 * 9) // slots 0..8: argmax writes slot i+1 of the harness's 8
 	x, xn, qkv, att, o := Alloc(dim*4), Alloc(dim*4), Alloc((nh+2*nkv)*hd*4), Alloc(nh*hd*4), Alloc(dim*4)
 	logits := Alloc(vocab * 4)
 	kc, vc := Alloc(nkv*maxCtx*hd*2), Alloc(nkv*maxCtx*hd*2)
@@ -278,7 +278,7 @@ func TestPatchesWriteWhatPlansSay(t *testing.T) {
 	p, cmd := h.command("embedding_lookup_f32_f32", kernels.EmbeddingParams{Dim: 4, Vocab: 2, NTokens: 1, Scale: 1, OutStride: 4}, nil,
 		binds{"table": Alloc(32), "ids": Alloc(64), "out": Alloc(16)})
 	cmd.Patches = []plans.Patch{
-		{Kind: plans.PatchPositionKV, Target: plans.PatchParam, At: 8, Width: 4, Base: 1, Stride: 1},
+		{Kind: plans.PatchToken, Target: plans.PatchParam, At: 8, Width: 4, Base: 1, Stride: 1},
 		{Kind: plans.PatchToken, Target: plans.PatchBinding, At: 1, Stride: 4},
 	}
 	e, err := h.exec(p, cmd)
@@ -292,8 +292,8 @@ func TestPatchesWriteWhatPlansSay(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := cmd.Patches[0].Values(s)
-	if uint64(ep.TokenSlot) != v[0] || uint64(ep.NTokens) != v[1] {
-		t.Fatalf("position_kv wrote %d, %d; plans says %v", ep.TokenSlot, ep.NTokens, v)
+	if uint64(ep.TokenSlot) != v[0] {
+		t.Fatalf("token wrote %d; plans says %v", ep.TokenSlot, v)
 	}
 	if got, want := e.slots[1].off, cmd.Patches[1].Values(s)[0]; got != want {
 		t.Fatalf("binding patch set offset %d, want %d", got, want)
