@@ -383,14 +383,21 @@ type adapt struct {
 	rate    float64 // the estimated probability that a draft is accepted
 	fixed   bool
 	timed   bool    // measure rowCost (else it stays as given)
+	probing bool    // the pass in flight is a probe
 	idle    int     // tokens decoded without drafting since the last probe
+	gap     int     // tokens between probes: probeEvery, doubled by each probe that fails
 	plainT  float64 // seconds a plain token takes (0: not timed yet)
 }
 
 // probeEvery is how many undrafted tokens pass before a short probe pass
 // measures the rate again: text that stops drafting well costs a probe in
 // this many tokens, text that starts to draft well is found within them.
-const probeEvery = 16
+// Each probe that is rejected doubles the gap, up to maxProbeGap, so that
+// text that never drafts well pays almost nothing.
+const (
+	probeEvery  = 16
+	maxProbeGap = 256
+)
 
 // rateWeight is the weight of one observation in the rate and the costs
 // (an exponential average over the last few dozen).
@@ -405,8 +412,9 @@ func (a *adapt) next() int {
 		a.idle = 0
 		return k
 	}
-	if a.idle >= probeEvery {
+	if a.idle >= max(a.gap, probeEvery) {
 		a.idle = 0
+		a.probing = true
 		return a.lo
 	}
 	return 0
@@ -414,11 +422,18 @@ func (a *adapt) next() int {
 
 // plainRun is how many tokens to decode without drafts before the next
 // probe (at least 1).
-func (a *adapt) plainRun() int { return max(1, probeEvery-a.idle) }
+func (a *adapt) plainRun() int { return max(1, max(a.gap, probeEvery)-a.idle) }
 
 // update takes a pass's outcome: accepted of drafted drafts kept (each
 // kept draft is an observed success; the first rejected one a failure).
 func (a *adapt) update(drafted, accepted int) {
+	switch {
+	case accepted > 0:
+		a.gap = probeEvery
+	case a.probing:
+		a.gap = min(2*max(a.gap, probeEvery), maxProbeGap)
+	}
+	a.probing = false
 	for range accepted {
 		a.rate += rateWeight * (1 - a.rate)
 	}

@@ -70,7 +70,7 @@ func TestAdaptiveLengthStopsAndProbes(t *testing.T) {
 		step(func(int) int { return 0 })
 	}
 	plain, probes := 0, 0
-	for plain < 160 {
+	for plain < 1024 {
 		n, pass := step(func(int) int { return 0 })
 		if pass {
 			probes++
@@ -78,8 +78,10 @@ func TestAdaptiveLengthStopsAndProbes(t *testing.T) {
 			plain += n
 		}
 	}
-	if probes < 160/probeEvery-1 || probes > 160/probeEvery+1 {
-		t.Fatalf("after rejections: %d probes in %d plain tokens, want one every %d", probes, plain, probeEvery)
+	// The gap doubled from probeEvery to maxProbeGap during the
+	// rejections above: a probe every maxProbeGap tokens now.
+	if probes < 1024/maxProbeGap-1 || probes > 1024/maxProbeGap+1 {
+		t.Fatalf("after rejections: %d probes in %d plain tokens, want one every %d", probes, plain, maxProbeGap)
 	}
 	for range 40 { // every draft accepted
 		step(func(k int) int { return k })

@@ -12,7 +12,9 @@
 # greedy text a fixed point (one token repeated), which every drafter
 # predicts: its n-gram figure is the verify pass's ceiling at full
 # acceptance, not a copy task's; its draft-model figure is what the Q4_0
-# draft's cost allows when the weights agree.
+# draft's cost allows when the weights agree. Text that drafts badly: a
+# draft of other weights (its every draft rejected), and stories260K on
+# text it does not repeat.
 set -eu
 THREADS=${THREADS:-0}
 N=${N:-128}
@@ -26,6 +28,11 @@ for d in q8_0 q4_0; do
 		--head-dim 128 --ffn 3072 --tied --dtype "$d" --seed 42 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-$d.gguf"
 	"$BIN/akunuc" compile "$DIR/qwen3-$d.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-$d.plan"
 done
+# A draft that drafts badly: Q4_0 weights of another seed, whose text
+# disagrees with the target's from the first token.
+test -f "$DIR/qwen3-q4_0-other.gguf" || "$BIN/akunuc" synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 \
+	--head-dim 128 --ffn 3072 --tied --dtype q4_0 --seed 43 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-q4_0-other.gguf"
+"$BIN/akunuc" compile "$DIR/qwen3-q4_0-other.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-q4_0-other.plan"
 cp "$SHARED/models/stories260K.gguf" "$DIR/stories260K.gguf"
 "$BIN/akunuc" compile "$DIR/stories260K.gguf" --chip auto -o "$DIR/stories260K.plan"
 # A copy-heavy prompt: a passage, then its first sentences again, which
@@ -42,3 +49,4 @@ b "$DIR/stories260K.plan" -n 256 --spec ngram --prompt-file "$DIR/copy.txt" --te
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec ngram
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan"
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan" --temp 1 --draft-max 4
+b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0-other.plan"
