@@ -262,8 +262,8 @@ func gemmRule(r *rule) {
 	}
 	es := r.actSize()
 	r.need("w", r.weightRows("k", n, k), "n×k weights")
-	r.need("x", matrix(m, lda, k, es), "m rows of lda")
-	r.need("y", matrix(m, ldc, n, es), "m rows of ldc")
+	r.need("x", matrix(m, lda, k, es), "m rows of lda, k each")
+	r.need("y", matrix(m, ldc, n, es), "m rows of ldc, n each")
 	r.need("bias", mul(n, 4), "n biases")
 }
 
@@ -273,7 +273,7 @@ func embeddingRule(r *rule) {
 	r.atMost("dim", dim, "out_stride", max(stride, boolTo(nt <= 1, dim)))
 	r.need("table", r.weightRows("dim", vocab, dim), "vocab rows of dim")
 	r.need("ids", mul(add(slot, nt), 4), "token_slot + n_tokens ids")
-	r.need("out", matrix(nt, stride, dim, r.actSize()), "n_tokens rows of out_stride")
+	r.need("out", matrix(nt, stride, dim, r.actSize()), "n_tokens rows of out_stride, dim each")
 }
 
 // boolTo is v when b, else 0.
@@ -294,9 +294,10 @@ func normRule(r *rule) {
 	r.atMost("n_heads×dim", cols, "stride", max(stride, boolTo(rows <= 1, cols)))
 	es := r.actSize()
 	span := matrix(rows, stride, cols, es)
-	r.need("x", span, "n_rows rows of stride")
-	r.need("residual", span, "n_rows rows of stride")
-	r.need("out", span, "n_rows rows of stride")
+	what := "n_rows rows of stride, n_heads×dim each"
+	r.need("x", span, what)
+	r.need("residual", span, what)
+	r.need("out", span, what)
 	r.need("weight", mul(dim, 4), "dim weights")
 	r.need("bias", mul(dim, 4), "dim biases")
 }
@@ -323,7 +324,7 @@ func ropeRule(r *rule) {
 	cols := mul(nh, hd)
 	r.atMost("n_heads×head_dim", cols, "stride", max(stride, boolTo(nt <= 1, cols)))
 	ropeDims(r, hd)
-	r.need("x", matrix(nt, stride, cols, r.actSize()), "n_tokens rows of stride")
+	r.need("x", matrix(nt, stride, cols, r.actSize()), "n_tokens rows of stride, n_heads×head_dim each")
 	rowsRule(r, nt)
 }
 
@@ -380,10 +381,10 @@ func ropeKVRule(r *rule) {
 	ctxEnd(r, maxCtx)
 	es := r.actSize()
 	q := matrix(nt, qs, mul(nh, hd), es)
-	r.need("q", q, "n_tokens rows of q_stride")
-	r.need("q_out", q, "n_tokens rows of q_stride")
-	r.need("k", matrix(nt, kvs, mul(nkv, hd), es), "n_tokens rows of kv_stride")
-	r.need("v", matrix(nt, kvs, mul(nkv, hdv), es), "n_tokens rows of kv_stride")
+	r.need("q", q, "n_tokens rows of q_stride, n_heads×head_dim each")
+	r.need("q_out", q, "n_tokens rows of q_stride, n_heads×head_dim each")
+	r.need("k", matrix(nt, kvs, mul(nkv, hd), es), "n_tokens rows of kv_stride, n_kv_heads×head_dim each")
+	r.need("v", matrix(nt, kvs, mul(nkv, hdv), es), "n_tokens rows of kv_stride, n_kv_heads×head_dim_v each")
 	r.need("q_norm", mul(hd, 4), "head_dim weights")
 	r.need("k_norm", mul(hd, 4), "head_dim weights")
 	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim F16")
@@ -420,8 +421,8 @@ func attentionRule(r *rule) {
 	one := nt <= 1
 	r.atMost("n_heads×head_dim", mul(nh, hd), "q_stride", max(qs, boolTo(one, mul(nh, hd))))
 	r.atMost("n_heads×head_dim_v", mul(nh, hdv), "o_stride", max(os, boolTo(one, mul(nh, hdv))))
-	r.need("q", matrix(nt, qs, mul(nh, hd), es), "n_tokens rows of q_stride")
-	r.need("out", matrix(nt, os, mul(nh, hdv), es), "n_tokens rows of o_stride")
+	r.need("q", matrix(nt, qs, mul(nh, hd), es), "n_tokens rows of q_stride, n_heads×head_dim each")
+	r.need("out", matrix(nt, os, mul(nh, hdv), es), "n_tokens rows of o_stride, n_heads×head_dim_v each")
 	rowsRule(r, nt)
 }
 
@@ -462,20 +463,20 @@ func elementwiseRule(r *rule) {
 	switch r.k.Op {
 	case OpGatherRows:
 		// Row indices come from an io buffer, each below the batch's rows.
-		r.need("x", matrix(max(r.x.Batch, 1), as, cols, es), "the batch's rows of a_stride")
+		r.need("x", matrix(max(r.x.Batch, 1), as, cols, es), "the batch's rows of a_stride, n_cols each")
 		r.need("rows", mul(rows, 4), "n_rows row indices")
 	case OpBiasAdd:
-		r.need("x", a, "n_rows rows of a_stride")
+		r.need("x", a, "n_rows rows of a_stride, n_cols each")
 		r.need("bias", mul(cols, 4), "n_cols biases")
 		return
 	case OpAdd, OpMul:
-		r.need("a", a, "n_rows rows of a_stride")
-		r.need("b", matrix(rows, bs, cols, es), "n_rows rows of b_stride")
+		r.need("a", a, "n_rows rows of a_stride, n_cols each")
+		r.need("b", matrix(rows, bs, cols, es), "n_rows rows of b_stride, n_cols each")
 	case OpSiLUGate, OpGELUGate:
-		r.need("gate", a, "n_rows rows of a_stride")
-		r.need("up", matrix(rows, bs, cols, es), "n_rows rows of b_stride")
+		r.need("gate", a, "n_rows rows of a_stride, n_cols each")
+		r.need("up", matrix(rows, bs, cols, es), "n_rows rows of b_stride, n_cols each")
 	default:
-		r.need("x", a, "n_rows rows of a_stride")
+		r.need("x", a, "n_rows rows of a_stride, n_cols each")
 	}
-	r.need("out", matrix(outRows, os, cols, outES), "n_rows rows of out_stride")
+	r.need("out", matrix(outRows, os, cols, outES), "n_rows rows of out_stride, n_cols each")
 }
