@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/cpu"
 )
 
 // copyFile copies src to dst.
@@ -257,5 +259,32 @@ func TestAPlanInAnotherFolderFindsItsModel(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not list %q: %v", want, err)
 		}
+	}
+}
+
+// TestAKernelFaultIsAnError truncates the model under a loaded plan and
+// replays a decode step past the checks that come before a replay: the CPU
+// kernels touch the lost pages, and the fault is an error from Wait, not a
+// SIGBUS (runtime/cpu/fault.go).
+func TestAKernelFaultIsAnError(t *testing.T) {
+	if goruntime.GOOS != "linux" && goruntime.GOOS != "darwin" {
+		t.Skip("the model is read into memory here, not mapped: nothing can fault")
+	}
+	model, plan, f := storiesCopy(t)
+	m, err := Load(plan, Options{Model: model, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s := sess(t, m)
+	gen(t, s, []int32{1, 2, 3}, GenerateOptions{MaxTokens: 2})
+	if err := os.Truncate(model, f.DataOffset); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.chain(m.decode, 2); !errors.Is(err, cpu.ErrFault) {
+		t.Fatalf("a decode over a truncated model: %v", err)
+	}
+	if err := s.chain(m.decode, 1); !errors.Is(err, cpu.ErrFault) {
+		t.Fatalf("the next decode: %v", err)
 	}
 }

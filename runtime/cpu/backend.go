@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"unsafe"
 
 	"github.com/akunu-dev/akunu/kernels"
@@ -107,7 +108,18 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 // concat_rows copies the sources' bytes one after the other;
 // repack:q4_0x16 (x16.go) interleaves Q4_0 rows of rowElems elements in
 // groups of 16, each source on its own.
-func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
+func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (buf device.Buffer, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if ferr := b.pool.takeFault(); ferr != nil && err == nil {
+			buf, err = device.Buffer{}, fmt.Errorf("cpu: deriving a weight by %s: %w", recipe, ferr)
+		}
+	}()
+	defer b.pool.catch()
+	return b.derive(recipe, srcs, size, rowElems)
+}
+
+func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
 	switch recipe {
 	case plans.RecipeConcatRows:
 	case recipeQ4_0x16:
@@ -215,6 +227,13 @@ func (b *Backend) SetParam(p device.Program, cmd, at, width int, v uint64) {
 // Encode runs program p once per step, in order, each step's patches
 // written before its commands. It does not allocate.
 func (b *Backend) Encode(p device.Program, steps []plans.Step) {
+	// A fault on a mapped weight is recorded, not fatal; Wait reports it
+	// (fault.go). A backend that faulted runs nothing until then.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer b.pool.catch()
+	if b.pool.faulted.Load() {
+		return
+	}
 	execs := b.progs[p.ID()-1]
 	for _, s := range steps {
 		for _, e := range execs {
@@ -224,10 +243,11 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 	}
 }
 
-// Commit, Wait and WaitOldest have nothing to do: Encode ran everything.
+// Commit has nothing to do: Encode ran everything. Wait and WaitOldest
+// report a memory fault Encode's kernels hit (fault.go).
 func (b *Backend) Commit()           {}
-func (b *Backend) Wait() error       { return nil }
-func (b *Backend) WaitOldest() error { return nil }
+func (b *Backend) Wait() error       { return b.pool.takeFault() }
+func (b *Backend) WaitOldest() error { return b.pool.takeFault() }
 
 // scratch is memory the kernels use between their inputs and outputs,
 // sized at bind time to the largest command so that runs never allocate.

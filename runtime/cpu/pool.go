@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 )
 
@@ -65,6 +66,10 @@ type pool struct {
 	_       [60]byte
 	next    atomic.Int64 // the next unclaimed item
 	_       [56]byte
+
+	// faulted and faultAddr record a memory fault a kernel hit (fault.go).
+	faulted   atomic.Bool
+	faultAddr atomic.Uintptr
 }
 
 func newPool(threads int) *pool {
@@ -82,6 +87,7 @@ func newPool(threads int) *pool {
 // worker serves runs after generation seen (read before it started, so a
 // run published before the goroutine is scheduled is not missed).
 func (p *pool) worker(w int, seen uint32) {
+	debug.SetPanicOnFault(true) // a fault on a mapped weight is caught in work (fault.go)
 	for {
 		st := p.state.Load()
 		for spins := 0; uint32(st>>32) == seen; spins++ {
@@ -120,6 +126,7 @@ func (p *pool) worker(w int, seen uint32) {
 
 // work claims chunks until none remain.
 func (p *pool) work(w int) {
+	defer p.catch()
 	n, g := int64(p.n), int64(p.grain)
 	for {
 		i := p.next.Add(g) - g
