@@ -52,6 +52,20 @@ const (
 	// machine we target).
 	MaxBufferBytes = 1 << 40
 
+	// The memory a plan makes a runtime allocate, beyond the weights it
+	// maps: its KV cache (every KV buffer, times max_seqs sequence slots)
+	// at most MaxKVBytes; its scratch, io, constant, parameter and derived
+	// buffers together at most MaxWorkFactor times the model file or
+	// MinWorkBytes, whichever is more, and never more than MaxWorkBytes.
+	// A real plan's work buffers are a fraction of its model (a batch's
+	// activations and logits; derived weights are copies of weights); a
+	// damaged one that asks for more is refused before anything is
+	// allocated.
+	MaxKVBytes    = 1 << 38 // 256 GiB (a 70B model's 128k context: 40 GiB a slot)
+	MaxWorkFactor = 4
+	MinWorkBytes  = 4 << 30
+	MaxWorkBytes  = 64 << 30
+
 	// maxDepth bounds the nesting of msgpack containers the decoder will
 	// skip (a newer writer's unknown fields); our own schema nests 6 deep.
 	maxDepth = 32

@@ -228,6 +228,33 @@ func (v *validator) buffers() {
 			v.name(where+": role", b.Role)
 		}
 	}
+	v.allocation()
+}
+
+// allocation caps what the plan makes a runtime allocate (limits.go), so
+// that no damaged size reaches an allocator.
+func (v *validator) allocation() {
+	p := v.p
+	var kv, work uint64
+	for i := range p.Buffers {
+		b := &p.Buffers[i]
+		size := min(b.Size, MaxBufferBytes) // larger sizes are reported with the buffer
+		switch b.Kind {
+		case BufWeight:
+		case BufKV:
+			kv += size
+		default:
+			work += size
+		}
+	}
+	if seqs := uint64(p.Header.Target.Tuning.Seqs()); kv > MaxKVBytes/seqs {
+		v.add("buffers: a KV cache of %d bytes a sequence slot, times max_seqs %d, is more than the %d a plan may ask for", kv, seqs, uint64(MaxKVBytes))
+	}
+	limit := max(uint64(MinWorkBytes), min(p.Header.Model.Size, MaxWorkBytes)*MaxWorkFactor)
+	limit = min(limit, MaxWorkBytes)
+	if work > limit {
+		v.add("buffers: %d bytes of scratch, io, constant and derived buffers, more than the %d a plan over a %d-byte model may ask for", work, limit, p.Header.Model.Size)
+	}
 }
 
 func (v *validator) shape(where string, b *Buffer) {
@@ -319,6 +346,10 @@ func (v *validator) derived(where string, self int, b *Buffer) {
 	}
 	if concat && sum != b.Size {
 		v.add("%s: size %d, but its sources' rows add up to %d bytes", where, b.Size, sum)
+	}
+	if !concat && b.Size > sum {
+		// A repack reorders its sources' blocks; it adds none.
+		v.add("%s: size %d, more than its sources' %d bytes", where, b.Size, sum)
 	}
 }
 

@@ -246,3 +246,53 @@ func TestDecodeValidates(t *testing.T) {
 		t.Errorf("message:\n got %s\nwant %s", err, want)
 	}
 }
+
+// TestAllocationIsCapped: a plan that would make a runtime allocate more
+// than the limits allow (a KV cache times its sequence slots, or work
+// buffers far beyond its model) is refused, naming the limit, before any
+// allocator sees the size.
+func TestAllocationIsCapped(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(p *Plan)
+		want   string
+	}{
+		{"a KV cache of 2^37 bytes a slot, 4096 slots", func(p *Plan) {
+			p.Header.Target.Tuning.MaxSeqs = MaxSeqs
+			for i := range p.Buffers {
+				if p.Buffers[i].Kind == BufKV {
+					p.Buffers[i].Size = 1 << 37
+					break
+				}
+			}
+		}, "buffers: a KV cache of"},
+		{"a scratch buffer of 2^37 bytes", func(p *Plan) {
+			for i := range p.Buffers {
+				if p.Buffers[i].Kind == BufScratch {
+					p.Buffers[i].Size, p.Buffers[i].Shape = 1<<37, nil
+					break
+				}
+			}
+		}, "bytes of scratch, io, constant and derived buffers, more than the 4294967296"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := Example()
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			tt.break_(p)
+			err := p.Validate()
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("Validate: %v, want a ValidationError", err)
+			}
+			for _, pr := range ve.Problems {
+				if strings.Contains(pr, tt.want) {
+					return
+				}
+			}
+			t.Errorf("problems:\n  %s\nwant one containing %q", strings.Join(ve.Problems, "\n  "), tt.want)
+		})
+	}
+}
