@@ -299,15 +299,21 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 			return "", err
 		}
 		if len(drafts) == 0 {
-			n := 1
-			if k == 0 && !g.needLogits() {
-				n = s.chainLen(pos, len(g.res.Tokens), sp.ad.plainRun(), &g.o)
+			if k == 0 && !g.needLogits() && !s.serial {
+				// Not drafting: plain decode's own loop, up to the next probe.
+				n0 := len(g.res.Tokens)
+				stop, done, err := s.plainRun(ctx, g, sp.ad.plainRun())
+				if err != nil || done {
+					return stop, err
+				}
+				sp.ad.timePlain(time.Since(t0), len(g.res.Tokens)-n0)
+				continue
 			}
-			stop, done, err := s.plainSteps(g, max(n, 1))
+			stop, done, err := s.plainSteps(g, 1)
 			if err != nil || done {
 				return stop, err
 			}
-			sp.ad.timePlain(time.Since(t0), max(n, 1))
+			sp.ad.timePlain(time.Since(t0), 1)
 			continue
 		}
 		b := &sp.batch
@@ -331,6 +337,29 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 		}
 		sp.ad.timePass(time.Since(t0), len(drafts))
 	}
+}
+
+// plainRun decodes up to n tokens as plain decoding does (overlapped
+// chains on the device), by running its loop with the token limit moved
+// n tokens ahead; done is false when it stopped at that limit alone.
+func (s *Session) plainRun(ctx context.Context, g *generation, n int) (Stop, bool, error) {
+	limit, n0 := g.o.MaxTokens, len(g.res.Tokens)
+	g.o.MaxTokens = n0 + n
+	if limit > 0 {
+		g.o.MaxTokens = min(g.o.MaxTokens, limit)
+	}
+	stop, err := s.decodeOverlapped(ctx, g)
+	g.o.MaxTokens = limit
+	made := len(g.res.Tokens) - n0
+	g.res.Spec.Plain += made
+	g.spec.ad.idle += made
+	if err != nil {
+		return "", true, err
+	}
+	if stop == StopLimit && (limit <= 0 || len(g.res.Tokens) < limit) {
+		return "", false, nil
+	}
+	return stop, true, nil
 }
 
 // plainSteps decodes n tokens with the decode program, without drafts: a
