@@ -185,7 +185,9 @@ func TestBindingPatch(t *testing.T) {
 func gatherPlan() *plans.Plan {
 	k, _ := kernels.Lookup("gather_rows_f16")
 	params := make([]byte, k.Params.Size)
-	binary.LittleEndian.PutUint32(params, 2)
+	binary.LittleEndian.PutUint32(params, 2)      // n_rows
+	binary.LittleEndian.PutUint32(params[4:], 1)  // n_cols
+	binary.LittleEndian.PutUint32(params[16:], 1) // out_stride
 	return onePlan("gather_rows_f16", plans.Command{
 		Label: "gather", Pipeline: 0,
 		Bindings:   []plans.Binding{{Slot: 0, Buffer: 0, Offset: 256}, {Slot: 1, Buffer: 1}, {Slot: 2, Buffer: 2}},
@@ -209,7 +211,7 @@ func TestBoundsTail(t *testing.T) {
 	t.Run("the buffers' lengths from their offsets follow the parameter struct", func(t *testing.T) {
 		var r recorder
 		c.encode(&r, plans.Step{Index: 0})
-		want := "bytes 02 00 00 00" + strings.Repeat(" 00", 28) +
+		want := "bytes 02 00 00 00 01 00 00 00" + strings.Repeat(" 00", 8) + " 01 00 00 00" + strings.Repeat(" 00", 12) +
 			" 00 03 00 00 00 00 00 00" + // x: 1024 - 256
 			" 40 00 00 00 00 00 00 00" + // rows: 64
 			" 00 02 00 00 00 00 00 00" + // out: 512
@@ -221,7 +223,7 @@ func TestBoundsTail(t *testing.T) {
 	t.Run("a binding patch moves the length with the offset", func(t *testing.T) {
 		var r recorder
 		c.encode(&r, plans.Step{Index: 3}) // x at 256 + 3·64 = 448: 576 bytes left
-		if got := tail(&r); !strings.Contains(got, strings.Repeat(" 00", 28)+" 40 02 00 00 00 00 00 00 40 00") {
+		if got := tail(&r); !strings.Contains(got, " 01 00 00 00"+strings.Repeat(" 00", 12)+" 40 02 00 00 00 00 00 00 40 00") {
 			t.Fatal(got)
 		}
 	})
