@@ -114,6 +114,22 @@ func (b *Batcher) Step(ctx context.Context) error {
 	b.b.Reset()
 	b.owner = b.owner[:0]
 	outs := 0
+	// Drafts share what output rows the decoding generations' own rows
+	// and a prompt's last row leave, so that no generation's drafts
+	// crowd out another's next token or a prompt.
+	decoding, speculating, prefilling := 0, 0, 0
+	for _, g := range b.gens {
+		switch {
+		case len(g.feed) > 0:
+			prefilling = 1
+		case g.g.spec != nil:
+			speculating++
+			decoding++
+		default:
+			decoding++
+		}
+	}
+	share := max(0, m.MaxOutputs()-decoding-prefilling) / max(1, speculating)
 	for _, g := range b.gens {
 		if len(g.feed) == 0 && outs < m.MaxOutputs() {
 			s := g.s
@@ -125,7 +141,7 @@ func (b *Batcher) Step(ctx context.Context) error {
 			if sp := g.g.spec; sp != nil {
 				// A speculating generation's drafts are rows of the
 				// step too, every one out (spec.go verifies them).
-				d, err := sp.draft(ctx, g.g, s.hist, sp.want(g.g, pos, m.MaxOutputs()-outs))
+				d, err := sp.draft(ctx, g.g, s.hist, sp.want(g.g, pos, min(share, m.MaxOutputs()-outs)))
 				if err != nil {
 					g.err = err
 					d = nil

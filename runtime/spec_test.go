@@ -489,3 +489,44 @@ func TestSpeculativeDecodeDoesNotAllocatePerToken(t *testing.T) {
 		}
 	}
 }
+
+// Drafts share the step's output rows: with every slot speculating at
+// the longest drafts, each decoding generation still gets its token every
+// step, and a prompt that arrives meanwhile is fed.
+func TestBatcherDraftsLeaveRoomForEveryone(t *testing.T) {
+	m := storiesModel(t)
+	b := m.NewBatcher()
+	p := m.Tokenizer.Tokenize(copyPrompt, true, false)
+	var gens []*Gen
+	for range testSeqs - 1 {
+		g, err := b.Add(bg, sess(t, m), p, GenerateOptions{MaxTokens: 200, IgnoreEOS: true, Spec: &Speculation{Drafter: &NGram{}, Max: 31, Fixed: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gens = append(gens, g)
+	}
+	if err := b.Step(bg); err != nil { // the prompts
+		t.Fatal(err)
+	}
+	late, err := b.Add(bg, sess(t, m), p, GenerateOptions{MaxTokens: 5, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := range 4 {
+		before := make([]int, len(gens))
+		for i, g := range gens {
+			before[i] = len(g.Result().Tokens)
+		}
+		if err := b.Step(bg); err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range gens {
+			if len(g.Result().Tokens) == before[i] {
+				t.Fatalf("step %d: generation %d made no token", step, i)
+			}
+		}
+	}
+	if len(late.Result().Tokens) == 0 {
+		t.Fatal("the prompt that came late was not fed in 4 steps")
+	}
+}
