@@ -60,6 +60,13 @@ func (p *Plan) WeightsCheckable(scheme string, full bool) error {
 		return fmt.Errorf("plan: %s records sampled weight sums only, not every byte's (compiled with --sampled-sums-only); %s: %w",
 			planName, hint, ErrNoWeightSums)
 	}
+	// The names go into messages: hold them to the limit of every name.
+	for i := range w.Tensors {
+		if n := len(w.Tensors[i].Name); n > MaxNameBytes {
+			return fmt.Errorf("plan: %s: header.model.weights.tensors[%d].name is %d bytes, more than the %d a name may have; %s: %w",
+				planName, i, n, MaxNameBytes, hint, ErrInvalid)
+		}
+	}
 	return nil
 }
 
