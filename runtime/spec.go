@@ -428,9 +428,15 @@ const (
 	maxProbeGap = 256
 )
 
-// rateWeight is the weight of one observation in the rate and the costs
-// (an exponential average over the last few dozen).
-const rateWeight = 0.1
+// rateWeight is the weight of one observed draft in the rate (an
+// exponential average over the last ten or so, so that a drafter that
+// stops agreeing is given up within a few passes: from the starting 0.6,
+// seven rejections end drafting at the default cost); costWeight that of
+// one timing in the costs.
+const (
+	rateWeight = 0.2
+	costWeight = 0.1
+)
 
 // next is the draft length to ask for now.
 func (a *adapt) next() int {
@@ -480,7 +486,7 @@ func (a *adapt) timePlain(d time.Duration, n int) {
 	if a.plainT == 0 {
 		a.plainT = t
 	} else {
-		a.plainT += rateWeight * (t - a.plainT)
+		a.plainT += costWeight * (t - a.plainT)
 	}
 }
 
@@ -491,7 +497,7 @@ func (a *adapt) timePass(d time.Duration, k int) {
 		return
 	}
 	c := (d.Seconds()/a.plainT - 1) / float64(k)
-	a.rowCost += rateWeight * (min(max(c, 0.01), 10) - a.rowCost)
+	a.rowCost += costWeight * (min(max(c, 0.01), 10) - a.rowCost)
 }
 
 // draftLen is the draft length k ∈ {0} ∪ [lo, hi] that gives the most

@@ -13,8 +13,8 @@
 # predicts: its n-gram figure is the verify pass's ceiling at full
 # acceptance, not a copy task's; its draft-model figure is what the Q4_0
 # draft's cost allows when the weights agree. Text that drafts badly: a
-# draft of other weights (its every draft rejected), and stories260K on
-# text it does not repeat.
+# draft whose every draft is rejected, and stories260K on text it does not
+# repeat.
 set -eu
 THREADS=${THREADS:-0}
 N=${N:-128}
@@ -28,11 +28,12 @@ for d in q8_0 q4_0; do
 		--head-dim 128 --ffn 3072 --tied --dtype "$d" --seed 42 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-$d.gguf"
 	"$BIN/akunuc" compile "$DIR/qwen3-$d.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-$d.plan"
 done
-# A draft that drafts badly: Q4_0 weights of another seed, whose text
-# disagrees with the target's from the first token.
-test -f "$DIR/qwen3-q4_0-other.gguf" || "$BIN/akunuc" synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 \
-	--head-dim 128 --ffn 3072 --tied --dtype q4_0 --seed 43 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-q4_0-other.gguf"
-"$BIN/akunuc" compile "$DIR/qwen3-q4_0-other.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-q4_0-other.plan"
+# A draft that drafts badly: a small llama of the same vocabulary, whose
+# fixed point is another token, so that every draft is rejected (a Qwen3
+# of another seed settles on the target's token and agrees).
+test -f "$DIR/llama-small.gguf" || "$BIN/akunuc" synth --arch llama --dim 256 --layers 2 --heads 4 --kv-heads 2 \
+	--head-dim 64 --ffn 512 --dtype q8_0 --seed 7 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/llama-small.gguf"
+"$BIN/akunuc" compile "$DIR/llama-small.gguf" --chip auto --ctx 1024 -o "$DIR/llama-small.plan"
 cp "$SHARED/models/stories260K.gguf" "$DIR/stories260K.gguf"
 "$BIN/akunuc" compile "$DIR/stories260K.gguf" --chip auto -o "$DIR/stories260K.plan"
 # A copy-heavy prompt: a passage, then its first sentences again, which
@@ -49,4 +50,4 @@ b "$DIR/stories260K.plan" -n 256 --spec ngram --prompt-file "$DIR/copy.txt" --te
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec ngram
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan"
 b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0.plan" --temp 1 --draft-max 4
-b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/qwen3-q4_0-other.plan"
+b "$DIR/qwen3-q8_0.plan" -n "$N" --spec draft --draft "$DIR/llama-small.plan"
