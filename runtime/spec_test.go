@@ -458,6 +458,21 @@ func TestBatcherSpeculates(t *testing.T) {
 	if gens[0].Result().Spec.Accepted == 0 {
 		t.Fatalf("the copying prompt accepted no draft: %+v", gens[0].Result().Spec)
 	}
+	// Sampled: a speculating generation in a Batcher draws what it draws
+	// in a session (the same passes, the same uniforms).
+	o := specOpts(GenerateOptions{MaxTokens: 40, IgnoreEOS: true, Sampling: Sampling{Temperature: 0.9, TopK: 40, Seed: 3}}, &NGram{}, false)
+	bs := m.NewBatcher()
+	g, err := bs.Add(bg, sess(t, m), m.Tokenizer.Tokenize(copyPrompt, true, false), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.Run(bg); err != nil {
+		t.Fatal(err)
+	}
+	want := genNew(t, m, m.Tokenizer.Tokenize(copyPrompt, true, false), o)
+	if got := g.Result(); !slices.Equal(got.Tokens, want.Tokens) || got.Spec != want.Spec || want.Spec.Passes == 0 {
+		t.Fatalf("sampled, batched %v %+v\nalone %v %+v", got.Tokens, got.Spec, want.Tokens, want.Spec)
+	}
 }
 
 // A speculative generation allocates per call, not per token: with either
