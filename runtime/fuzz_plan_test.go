@@ -12,6 +12,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/akunu-dev/akunu/runtime/tokenizer"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
 
@@ -152,7 +153,8 @@ func runPlanBytes(data []byte, model string) error {
 // may get.
 func knownRefusal(err error) bool {
 	for _, s := range []error{plans.ErrNotPlan, plans.ErrCorrupt, plans.ErrTooNew, plans.ErrInvalid, plans.ErrPlanMismatch,
-		device.ErrCommand, ErrUnsupportedPlan, ErrModelFile, ErrContextFull, ErrNoSeq} {
+		device.ErrCommand, ErrUnsupportedPlan, ErrModelFile, ErrContextFull, ErrNoSeq,
+		tokenizer.ErrInvalidVocab, tokenizer.ErrUnknownPreTokenizer, tokenizer.ErrUnsupportedModel} {
 		if errors.Is(err, s) {
 			return true
 		}
