@@ -33,6 +33,10 @@ type Options struct {
 	// of every byte: compiling then reads ~32 KiB a tensor instead of the
 	// whole model, and `akunu verify-model` cannot check the plan.
 	SampledSumsOnly bool
+	// NoTemplate leaves the GGUF's chat template out of the plan: a
+	// template the chat engine cannot parse would refuse the compile;
+	// without one, akunu chat uses --template or plain turns.
+	NoTemplate bool
 	// Verbose, when set, receives one line per pass: its name, its time and
 	// a one-line summary.
 	Verbose io.Writer

@@ -62,15 +62,17 @@ func (s *state) header() error {
 	if _, err := tokenizer.FromPlan(&p.Model.Tokenizer); err != nil {
 		return fmt.Errorf("%s: %w", s.fileName, err)
 	}
-	p.Model.Tokenizer.ChatTemplate, _ = s.file.GetString("tokenizer.chat_template")
+	if !s.opts.NoTemplate {
+		p.Model.Tokenizer.ChatTemplate, _ = s.file.GetString("tokenizer.chat_template")
+	}
 	if strings.TrimSpace(p.Model.Tokenizer.ChatTemplate) != "" {
 		// akunu chat and serve parse it with chat.Select; a template they
 		// cannot parse is refused now, naming its line and column.
 		if _, err := chat.Parse(p.Model.Tokenizer.ChatTemplate); err != nil {
-			return fmt.Errorf("%s: %w", s.fileName, err)
+			return fmt.Errorf("%s: %w (compile with --no-template to leave it out)", s.fileName, err)
 		}
 	}
-	if p.Model.Tokenizer.ChatTemplate == "" && s.arch.ChatTemplate != "" {
+	if p.Model.Tokenizer.ChatTemplate == "" && s.arch.ChatTemplate != "" && !s.opts.NoTemplate {
 		// The model ships no template but its family has one format: the
 		// plan carries that built-in's source, so the runtime needs no
 		// model knowledge to chat.

@@ -129,3 +129,23 @@ func TestCompileRefusesWhatTheRuntimeWouldRefuse(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTemplateCompilesAModelWhoseTemplateDoesNotParse: --no-template is
+// the way past a template the chat engine cannot parse; the plan then
+// carries none, and the refusal says so.
+func TestNoTemplateCompilesAModelWhoseTemplateDoesNotParse(t *testing.T) {
+	src := synthModel(t, t.TempDir(), synth.Options{Arch: "llama", Dim: 64, Layers: 1, Heads: 2, DType: dtype.F32, Seed: 1})
+	path := withMetadata(t, src, "m.gguf", map[string]gguf.Value{"tokenizer.chat_template": gguf.String("{% for m in messages %}")})
+	o := Options{Chip: chip(t, "cpu-avx2")}
+	if _, err := Compile(path, o); err == nil || !strings.Contains(err.Error(), "--no-template") {
+		t.Fatalf("err = %v, want a refusal naming --no-template", err)
+	}
+	o.NoTemplate = true
+	p, err := Compile(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Model.Tokenizer.ChatTemplate != "" {
+		t.Errorf("the plan carries a template: %q", p.Model.Tokenizer.ChatTemplate)
+	}
+}

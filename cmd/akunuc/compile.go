@@ -18,7 +18,7 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "compile",
 		Summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
-		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [-v]",
+		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [--no-template] [-v]",
 		Run:     runCompile,
 	})
 }
@@ -30,6 +30,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 	cores := fs.Int("cores", 0, "core count: picks an Apple GPU bin or sets a CPU target's threads (0: the profile's own or this machine's)")
 	maxCtx := fs.Int("ctx", 0, "maximum context the plan holds (default: the model's training context, at most 4096)")
 	verbose := fs.Bool("v", false, "print each compiler pass and its time")
+	noTemplate := fs.Bool("no-template", false, "leave the model's chat template out of the plan (one the chat engine cannot parse refuses the compile); akunu chat then takes --template or talks in plain turns")
 	sampledOnly := fs.Bool("sampled-sums-only", false, "record only sampled weight sums, not every byte's: compiles without reading the whole model, but akunu verify-model cannot check the plan")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -59,7 +60,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 		return err
 	}
 
-	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly}
+	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly, NoTemplate: *noTemplate}
 	if *verbose {
 		o.Verbose = ctx.Stderr
 	}
