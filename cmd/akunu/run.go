@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	goruntime "runtime"
@@ -89,12 +90,7 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 		return nil, err
 	}
 	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
-		Progress: func(stage string, done, total int64) {
-			fmt.Fprintf(ctx.Stderr, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
-			if done >= total {
-				fmt.Fprintln(ctx.Stderr)
-			}
-		}})
+		Progress: loadProgress(ctx.Stderr, cli.IsTerminal(ctx.Stderr))})
 	if err != nil {
 		be.Close()
 		return nil, err
@@ -103,6 +99,23 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 		fmt.Fprintf(ctx.Stderr, "akunu: %s\n", m.WeightCheck) // said once, at load
 	}
 	return m, nil
+}
+
+// loadProgress reports a load's stages: a line rewritten in place on a
+// terminal; into a log, one line per stage as it ends.
+func loadProgress(w io.Writer, tty bool) func(stage string, done, total int64) {
+	return func(stage string, done, total int64) {
+		if tty {
+			fmt.Fprintf(w, "\rakunu: %s %5.1f%%", stage, 100*float64(done)/float64(max(total, 1)))
+			if done >= total {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		if done >= total {
+			fmt.Fprintf(w, "akunu: %s done\n", stage)
+		}
+	}
 }
 
 // newBackend makes the backend --backend names.
