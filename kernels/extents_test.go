@@ -1,0 +1,68 @@
+package kernels
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestEveryKernelHasAnExtentRule: a kernel without a rule would bind
+// unchecked, so a catalog entry added without one is caught here.
+func TestEveryKernelHasAnExtentRule(t *testing.T) {
+	for _, k := range All() {
+		err := k.CheckExtents(&Extents{Params: make([]byte, k.Params.Size)})
+		if err == nil || strings.Contains(err.Error(), "no extent rule") {
+			t.Errorf("%s: zero parameters over no bindings give %v", k.Name, err)
+		}
+	}
+}
+
+// TestGEMVExtents: the rule relates n and k to the weight's blocks, x and
+// y, and names what does not fit.
+func TestGEMVExtents(t *testing.T) {
+	k, ok := Lookup("gemv_q4_0")
+	if !ok {
+		t.Fatal("no gemv_q4_0")
+	}
+	const n, kk = 64, 256
+	wBytes := uint64(n * kk / 32 * 18) // Q4_0: 18 bytes a block of 32
+	avail := func(w, x, y uint64) []uint64 {
+		a := make([]uint64, len(k.Bindings))
+		for _, b := range k.Bindings {
+			switch b.Name {
+			case "w":
+				a[b.Slot] = w
+			case "x":
+				a[b.Slot] = x
+			case "y":
+				a[b.Slot] = y
+			}
+		}
+		return a
+	}
+	tests := []struct {
+		name          string
+		n, k, w, x, y uint64
+		want          string
+	}{
+		{"fits exactly", n, kk, wBytes, 2 * kk, 2 * n, ""},
+		{"a weight one byte short", n, kk, wBytes - 1, 2 * kk, 2 * n, "binding w"},
+		{"k not whole blocks", n, kk + 16, wBytes * 2, 4 * kk, 2 * n, "block of 32"},
+		{"x short", n, kk, wBytes, 2*kk - 2, 2 * n, "binding x"},
+		{"y short", n, kk, wBytes, 2 * kk, 2*n - 2, "binding y"},
+		{"n of 2^30", 1 << 30, kk, wBytes, 2 * kk, 2 * n, "binding w"},
+		{"k of 0", n, 0, wBytes, 2 * kk, 2 * n, "k is 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			params := Encode(GEMVParams{N: uint32(tt.n), K: uint32(tt.k)})
+			err := k.CheckExtents(&Extents{Params: params, Avail: avail(tt.w, tt.x, tt.y)})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrExtent)):
+				t.Fatalf("got %v, want an ErrExtent naming %q", err, tt.want)
+			}
+		})
+	}
+}
