@@ -170,6 +170,10 @@ func New(p *plans.Plan, o Options) (*Model, error) {
 		mp.Close()
 		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
 	}
+	if err := checkTensors(p, mp.File); err != nil {
+		mp.Close()
+		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
+	}
 	note, err := checkWeights(p, mp, o.VerifyWeights)
 	if err != nil {
 		mp.Close()

@@ -11,17 +11,17 @@ import (
 // cmdIndex strips a command's index from a mutation's name ("decode[6]
 // L0.attn.attention" → "decode L0.attn.attention"), so that the table
 // below survives the compiler adding a command.
-var cmdIndex = regexp.MustCompile(`^([a-z0-9.]+)\[[0-9]+\]`)
+var cmdIndex = regexp.MustCompile(`^([a-z0-9.]+)\[[0-9]+\]|^(buffer) [0-9]+`)
 
 // TestDamagedPlansAreRefused: each edit that crashed the runtime before
 // issue 18's validation (a SIGSEGV, a fatal out-of-memory or a panic, in
-// the mutation harness's sweep of stories260K's CPU plan) is refused at
-// load with one line that names what is wrong.
+// the mutation harness's sweep of stories260K's CPU plan), or ran to other
+// tokens, is refused at load with one line that names what is wrong.
 func TestDamagedPlansAreRefused(t *testing.T) {
 	loadFuzzPlan(t)
 	byName := map[string]int{}
 	for i, m := range fuzzPlan.ms {
-		byName[cmdIndex.ReplaceAllString(m.name, "$1")] = i
+		byName[cmdIndex.ReplaceAllString(m.name, "$1$2")] = i
 	}
 	p, err := plans.Decode("", fuzzPlan.base)
 	if err != nil {
@@ -55,6 +55,8 @@ func TestDamagedPlansAreRefused(t *testing.T) {
 		// the read-only mapping.
 		{"decode L0.attn.norm: binding 2 (slot 2): buffer = a weight", "SIGSEGV on the mapped file", "may only read"},
 		{"decode logits: binding 2 (slot 2): buffer = a weight", "SIGSEGV on the mapped file", "may only read"},
+		// A weight that reads its neighbour's bytes ran, computing garbage.
+		{`buffer "token_embd.weight": offset + 4`, "different tokens", "not inside tensor"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mutation, func(t *testing.T) {
