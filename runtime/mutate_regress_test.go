@@ -37,7 +37,7 @@ func TestDamagedPlansAreRefused(t *testing.T) {
 		{"decode embed: param word 3 = 2^30", "index out of range", "n_tokens"},
 		{"decode embed: binding 2 (slot 2): offset = size - 4", "slice bounds out of range", "binding out"},
 		{"decode L0.attn.norm: param word 0 = 2^30", "fatal error: out of memory", "dim"},
-		{"decode L0.attn.norm: param word 0 = +1", "slice bounds out of range", "binding weight"},
+		{"decode L0.attn.norm: param word 0 = +1", "slice bounds out of range", "dim"},
 		{"decode L0.attn.norm: param word 1 = 2^24", "slice bounds out of range", "n_rows"},
 		{"decode L0.attn.qkv: param word 1 = 0", "index out of range [-1]", "k is 0"},
 		{"decode L0.attn.rope_kv: param word 1 = 2^30", "fatal error: out of memory", "n_tokens"},

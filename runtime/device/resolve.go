@@ -177,7 +177,10 @@ func Writable(k plans.BufferKind) bool {
 // extents are command c's worst case for its kernel's extent rule: each
 // patched parameter at the larger of its compiled value and the largest its
 // patch writes over steps within b, and each binding's bytes from its
-// largest offset.
+// largest offset, no more than the Length the plan says it touches (when
+// it says: a command then stays inside its own tensor of a shared buffer).
+// A KV binding's Length is one sequence slot's, and a Rows kernel reads
+// every slot, so its whole buffer counts.
 func extents(p *plans.Plan, pr *plans.Program, c *plans.Command, pl plans.Pipeline, bufs []Buffer, b plans.StepBounds, k *kernels.Kernel) *kernels.Extents {
 	x := &kernels.Extents{
 		Params:    append([]byte(nil), c.Params...),
@@ -218,6 +221,9 @@ func extents(p *plans.Plan, pr *plans.Program, c *plans.Command, pl plans.Pipeli
 	for i, bd := range c.Bindings {
 		if size := uint64(bufs[bd.Buffer].Size()); off[i] < size {
 			x.Avail[bd.Slot] = size - off[i]
+			if bd.Length > 0 && k.Bindings[bd.Slot].Role != kernels.RoleKV {
+				x.Avail[bd.Slot] = min(x.Avail[bd.Slot], bd.Length)
+			}
 		}
 	}
 	return x
