@@ -4,7 +4,7 @@
 # same text in one process, alternating them, and reports the speedup,
 # the acceptance rate and the tokens a verify pass gave.
 #
-#   THREADS=16 scripts/bench-spec.sh      (make bench-spec runs it)
+#   THREADS=16 [CHIP=cpu-avx512:16] scripts/bench-spec.sh   (make bench-spec runs it)
 #
 # Models: stories260K (a real model: its text is what n-gram lookup drafts
 # from), and the Qwen3-0.6B shape synthesized twice from one seed, Q8_0 (the
@@ -22,20 +22,23 @@ REPS=${REPS:-3}
 BIN=${BIN:-bin}
 DIR=testdata/tmp/spec
 SHARED=${SHARED:-../shared}
+# The chip the plans are compiled for: auto, or a CPU profile where auto
+# would pick a GPU this build cannot run (cpu-avx512:16 on the H100 host).
+CHIP=${CHIP:-auto}
 mkdir -p "$DIR"
 for d in q8_0 q4_0; do
 	test -f "$DIR/qwen3-$d.gguf" || "$BIN/akunuc" synth --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 \
 		--head-dim 128 --ffn 3072 --tied --dtype "$d" --seed 42 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/qwen3-$d.gguf"
-	"$BIN/akunuc" compile "$DIR/qwen3-$d.gguf" --chip auto --ctx 1024 -o "$DIR/qwen3-$d.plan"
+	"$BIN/akunuc" compile "$DIR/qwen3-$d.gguf" --chip "$CHIP" --ctx 1024 -o "$DIR/qwen3-$d.plan"
 done
 # A draft that drafts badly: a small llama of the same vocabulary, whose
 # fixed point is another token, so that every draft is rejected (a Qwen3
 # of another seed settles on the target's token and agrees).
 test -f "$DIR/llama-small.gguf" || "$BIN/akunuc" synth --arch llama --dim 256 --layers 2 --heads 4 --kv-heads 2 \
 	--head-dim 64 --ffn 512 --dtype q8_0 --seed 7 --vocab "$SHARED/vocab/ggml-vocab-qwen2.gguf" -o "$DIR/llama-small.gguf"
-"$BIN/akunuc" compile "$DIR/llama-small.gguf" --chip auto --ctx 1024 -o "$DIR/llama-small.plan"
+"$BIN/akunuc" compile "$DIR/llama-small.gguf" --chip "$CHIP" --ctx 1024 -o "$DIR/llama-small.plan"
 cp "$SHARED/models/stories260K.gguf" "$DIR/stories260K.gguf"
-"$BIN/akunuc" compile "$DIR/stories260K.gguf" --chip auto -o "$DIR/stories260K.plan"
+"$BIN/akunuc" compile "$DIR/stories260K.gguf" --chip "$CHIP" -o "$DIR/stories260K.plan"
 # A copy-heavy prompt: a passage, then its first sentences again, which
 # the model goes on retelling.
 cat >"$DIR/copy.txt" <<'TXT'
