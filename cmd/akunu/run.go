@@ -68,6 +68,7 @@ type loadFlags struct {
 	backend       *string
 	threads       *int
 	verifyWeights *bool
+	verifyPlan    *bool
 }
 
 func addLoadFlags(fs interface {
@@ -80,11 +81,28 @@ func addLoadFlags(fs interface {
 		backend:       fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
 		threads:       fs.Int("threads", 0, "CPU threads (0: every core)"),
 		verifyWeights: fs.Bool("verify-weights", false, "read every byte of the model and check it against the plan's sums (every load checks sampled blocks)"),
+		verifyPlan:    fs.Bool("verify-plan", false, "before loading, recompile the model and check the plan is exactly what this compiler makes (akunu verify-plan)"),
 	}
+}
+
+// checkPlan runs verify-plan's check when --verify-plan asks for it.
+func (lf loadFlags) checkPlan(ctx *cli.Context, plan, model string) error {
+	if !*lf.verifyPlan {
+		return nil
+	}
+	r, err := verifyPlan(plan, model)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ctx.Stderr, "akunu: %s: %s\n", plan, r)
+	return nil
 }
 
 // load loads plan on the chosen backend with seqs sequence slots.
 func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Model, error) {
+	if err := lf.checkPlan(ctx, plan, *lf.model); err != nil {
+		return nil, err
+	}
 	be, err := lf.newBackend(ctx)
 	if err != nil {
 		return nil, err

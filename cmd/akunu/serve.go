@@ -100,6 +100,11 @@ func runServe(ctx *cli.Context, args []string) error {
 	if *lf.model != "" {
 		models[pos[0]] = *lf.model
 	}
+	for _, plan := range pos {
+		if err := lf.checkPlan(ctx, plan, models[plan]); err != nil {
+			return err
+		}
+	}
 	var spec map[string]server.Spec
 	if *spf.mode != "" { // every plan served
 		spec = map[string]server.Spec{"": {Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}}
