@@ -78,7 +78,7 @@ func verifyPlan(planPath, model string) (*planReport, error) {
 		return nil, err
 	}
 	if mine := "akunuc " + compiler.Version; p.Header.Compiler != mine {
-		return nil, fmt.Errorf("verify-plan: %s: %q compiled it; this akunu carries %s: recompile", planPath, p.Header.Compiler, mine)
+		return nil, fmt.Errorf("%s: %q compiled it; this akunu carries %s: recompile", planPath, p.Header.Compiler, mine)
 	}
 	if model == "" {
 		if model, err = runtime.FindModel(planPath, p); err != nil {
@@ -90,11 +90,11 @@ func verifyPlan(planPath, model string) (*planReport, error) {
 	}
 	o, err := compileOptions(p)
 	if err != nil {
-		return nil, fmt.Errorf("verify-plan: %s: %w", planPath, err)
+		return nil, fmt.Errorf("%s: %w", planPath, err)
 	}
 	fresh, err := compiler.Compile(model, o)
 	if err != nil {
-		return nil, fmt.Errorf("verify-plan: %s: recompiling %s: %w", planPath, model, err)
+		return nil, fmt.Errorf("%s: recompiling %s: %w", planPath, model, err)
 	}
 	// The weights first, for a message naming the tensor: a file of the
 	// same header with other data is another model, not an edited plan.
@@ -107,7 +107,7 @@ func verifyPlan(planPath, model string) (*planReport, error) {
 			}
 		}
 		if err := p.CheckWeights(fw.Scheme, sums, fw.Full); err != nil {
-			return nil, fmt.Errorf("verify-plan: %s: %w", model, err)
+			return nil, fmt.Errorf("%s: %w", model, err)
 		}
 	}
 	// What legitimately differs: where the model lies and what it is called.
@@ -115,9 +115,9 @@ func verifyPlan(planPath, model string) (*planReport, error) {
 	got, want := plans.Encode(p), plans.Encode(fresh)
 	if !bytes.Equal(got, want) {
 		if fresh, err = plans.Decode(planPath, want); err != nil { // Format and MinRuntime, as on disk
-			return nil, fmt.Errorf("verify-plan: %s: the fresh compile does not decode: %w", planPath, err)
+			return nil, fmt.Errorf("%s: the fresh compile does not decode: %w", planPath, err)
 		}
-		return nil, fmt.Errorf("verify-plan: %s: %s: %w", planPath, firstDifference(p, fresh, got, want), errPlanDiffers)
+		return nil, fmt.Errorf("%s: %s: %w", planPath, firstDifference(p, fresh, got, want), errPlanDiffers)
 	}
 	r := &planReport{Model: model, Programs: len(p.Programs), Elapsed: time.Since(start)}
 	for i := range p.Programs {
@@ -131,18 +131,18 @@ func verifyPlan(planPath, model string) (*planReport, error) {
 func checkModelFile(p *plans.Plan, model string) error {
 	st, err := os.Stat(model)
 	if err != nil {
-		return fmt.Errorf("verify-plan: %w: %w", runtime.ErrModelFile, err)
+		return fmt.Errorf("%w: %w", runtime.ErrModelFile, err)
 	}
 	if err := p.CheckModel(st.Size(), p.Header.Model.HeaderSHA256); err != nil {
-		return fmt.Errorf("verify-plan: %s: %w", model, err)
+		return fmt.Errorf("%s: %w", model, err)
 	}
 	mp, err := gguf.Map(model)
 	if err != nil {
-		return fmt.Errorf("verify-plan: %w: %w", runtime.ErrModelFile, err)
+		return fmt.Errorf("%w: %w", runtime.ErrModelFile, err)
 	}
 	defer mp.Close()
 	if err := p.CheckModel(mp.FileSize, mp.HeaderHash); err != nil {
-		return fmt.Errorf("verify-plan: %s: %w", model, err)
+		return fmt.Errorf("%s: %w", model, err)
 	}
 	return nil
 }
