@@ -11,6 +11,7 @@ import (
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // harness builds single commands the way a plan would: each named binding
@@ -107,6 +108,10 @@ func (h *harness) exec(p plans.Pipeline, cmd *plans.Command) (*Exec, error) {
 		c.Bindings[j].Buffer = uint32(j)
 	}
 	c.Pipeline = 0
+	pl.Header.Target.Tuning.NormTG = 256
+	if k != nil {
+		harnessLaunch(k, p, &c, device.ChipTuning(pl.Header.Target.Tuning))
+	}
 	pr := &plans.Program{Name: "test", Batch: 1, Commands: []plans.Command{c}}
 	// The bounds the command's own cache allows: its max_ctx positions
 	// and one sequence slot (device.Resolve holds a command to them).
@@ -124,6 +129,30 @@ func (h *harness) exec(p plans.Pipeline, cmd *plans.Command) (*Exec, error) {
 		return nil, err
 	}
 	return h.b.Commands(prog)[0], nil
+}
+
+// harnessLaunch gives c the launch its kernel's geometry rule gives for the
+// shape of its parameters, as the compiler would; a shape the rule refuses
+// leaves the launch as it is, for Resolve to refuse.
+func harnessLaunch(k *kernels.Kernel, p plans.Pipeline, c *plans.Command, t chips.Tuning) {
+	x := &kernels.Extents{Params: c.Params, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants))}
+	for _, pc := range p.Constants {
+		if int(pc.Index) < len(k.Constants) {
+			x.Constants[pc.Index], x.Set[pc.Index] = pc.Value, true
+		}
+	}
+	s, err := k.ShapeOf(x)
+	if err != nil {
+		return
+	}
+	l, err := k.Geometry(s, t)
+	if err != nil {
+		return
+	}
+	for d := range 3 {
+		c.Grid[d], c.Threadgroup[d] = uint32(l.Grid[d]), uint32(l.Threadgroup[d])
+	}
+	c.ThreadgroupMemory = uint32(l.TGMem)
 }
 
 func (h *harness) run(name string, params any, c consts, bs binds) {

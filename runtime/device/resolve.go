@@ -9,6 +9,7 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // ErrCommand is wrapped by Resolve's errors: a command a backend must not
@@ -37,7 +38,12 @@ var ErrCommand = errors.New("command cannot run")
 //     the kernel reads or writes, with each patched parameter at its
 //     largest and each patched binding at its largest offset, lies inside
 //     what is bound, and no count it divides by is zero;
-//   - the launch is not empty and has at most 1024 threads a threadgroup.
+//   - the launch is not empty and has at most 1024 threads a threadgroup;
+//   - the launch is the kernel's geometry rule's for the shape the
+//     parameters give (kernels.CheckLaunch): the same threadgroup and
+//     threadgroup memory, and a grid no larger (equal unless a patch
+//     writes the parameters), so a GPU backend's threadgroups index
+//     nothing past their buffers.
 //
 // Errors name the program, the command index and its label, and wrap
 // ErrCommand.
@@ -134,7 +140,8 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 		}
 		r.Patches = append(r.Patches, rp)
 	}
-	if err := k.CheckExtents(extents(p, pr, c, pl, bufs, b, k)); err != nil {
+	x := extents(p, pr, c, pl, bufs, b, k)
+	if err := k.CheckExtents(x); err != nil {
 		return fail("%v", err)
 	}
 	threads := uint64(1)
@@ -147,7 +154,23 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 	if threads > plans.MaxThreadsPerGroup {
 		return fail("%d threads a threadgroup, more than %d", threads, plans.MaxThreadsPerGroup)
 	}
+	if c.DispatchThreads {
+		return fail("the grid counts threads; %s's geometry rule counts threadgroups", k.Name)
+	}
+	if err := k.CheckLaunch(x, ChipTuning(p.Header.Target.Tuning), c.Grid, c.Threadgroup, c.ThreadgroupMemory); err != nil {
+		return fail("%v", err)
+	}
 	return r, nil
+}
+
+// ChipTuning is the plan's recorded tuning as the geometry rules take it
+// (the fields a rule or the kernel choice reads).
+func ChipTuning(t plans.Tuning) chips.Tuning {
+	return chips.Tuning{
+		FuseWeights: t.FuseWeights, Q4LargeKThreshold: int(t.Q4LargeKThreshold),
+		WideGEMVThreshold: int(t.WideGEMVThreshold), ChainChunk: int(t.ChainChunk),
+		PrefillChunk: int(t.PrefillChunk), NormTG: int(t.NormTG),
+	}
 }
 
 // roleTakes reports whether a binding of role r may be bound to a buffer of

@@ -72,7 +72,7 @@ func argmaxPlan() *plans.Plan {
 		Bindings:          []plans.Binding{{Slot: 0, Buffer: 0}, {Slot: 1, Buffer: 1}},
 		Params:            params,
 		ParamsSlot:        uint32(k.ParamSlot),
-		ThreadgroupMemory: 250,
+		ThreadgroupMemory: 256, // the argmax rule's: 32 groups × 8 bytes
 		Grid:              [3]uint32{1, 1, 1}, Threadgroup: [3]uint32{1024, 1, 1},
 		Patches: []plans.Patch{{Kind: plans.PatchArgmaxSlot, Target: plans.PatchParam, At: 4, Width: 4, Stride: 1}},
 	}, []plans.BufferKind{plans.BufScratch, plans.BufIO}, []uint64{1024, 1024})
