@@ -1,9 +1,12 @@
 package kernels
 
 import (
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // TestEveryKernelHasAnExtentRule: a kernel without a rule would bind
@@ -64,5 +67,47 @@ func TestGEMVExtents(t *testing.T) {
 				t.Fatalf("got %v, want an ErrExtent naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEveryKernelHasAShapeRecovery: a kernel whose shape cannot be read
+// back from its parameters would bind with an unchecked launch, so a
+// catalog entry added without one is caught here; and the launch its rule
+// gives for the recovered shape is the one CheckLaunch accepts, while a
+// grid one larger is refused.
+func TestEveryKernelHasAShapeRecovery(t *testing.T) {
+	tune := chips.Tuning{NormTG: 256}
+	for _, k := range All() {
+		params := make([]byte, k.Params.Size)
+		for _, f := range []string{"n", "k", "m", "dim", "n_rows", "n_cols", "n_tokens", "n_heads", "n_kv_heads", "head_dim", "head_dim_v", "max_ctx", "vocab"} {
+			if fl, ok := k.Params.Field(f); ok {
+				binary.LittleEndian.PutUint32(params[fl.Offset:], 256)
+			}
+		}
+		if fl, ok := k.Params.Field("m"); ok && k.Variant&Small != 0 {
+			binary.LittleEndian.PutUint32(params[fl.Offset:], 4)
+		}
+		x := &Extents{Params: params, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants))}
+		s, err := k.ShapeOf(x)
+		if err != nil {
+			t.Errorf("%s: %v", k.Name, err)
+			continue
+		}
+		l, err := k.Geometry(s, tune)
+		if err != nil {
+			t.Errorf("%s: shape %s: %v", k.Name, s, err)
+			continue
+		}
+		var grid, tg [3]uint32
+		for d := range 3 {
+			grid[d], tg[d] = uint32(l.Grid[d]), uint32(l.Threadgroup[d])
+		}
+		if err := k.CheckLaunch(x, tune, grid, tg, uint32(l.TGMem)); err != nil {
+			t.Errorf("%s: the rule's own launch is refused: %v", k.Name, err)
+		}
+		grid[0]++
+		if err := k.CheckLaunch(x, tune, grid, tg, uint32(l.TGMem)); !errors.Is(err, ErrLaunch) || !strings.Contains(err.Error(), "the rule gives") {
+			t.Errorf("%s: a grid one larger gives %v", k.Name, err)
+		}
 	}
 }

@@ -55,11 +55,13 @@ func (k *Kernel) ShapeOf(x *Extents) (Shape, error) {
 }
 
 // CheckLaunch checks a command's launch against kernel k's geometry rule
-// for the shape its parameters give (ShapeOf) under tuning t: the
-// threadgroup and its memory must be what the rule gives, and the grid no
-// larger in any dimension; equal unless a patch writes the parameters (a
-// command whose row count is patched keeps the grid of its largest). The
-// error gives both launches and the shape.
+// for the shape its parameters give (ShapeOf) under tuning t: the grid,
+// the threadgroup and its memory must be what the rule gives. A patched
+// row count is at its largest in x, which is the compiled value (Resolve
+// refuses a patch that writes more), and no rule reads a patched position
+// or kv_len, so a grid that follows the rule at the largest patched values
+// is the rule's grid: equality, not a bound. The error gives both
+// launches and the shape.
 func (k *Kernel) CheckLaunch(x *Extents, t chips.Tuning, grid, tg [3]uint32, tgMem uint32) error {
 	s, err := k.ShapeOf(x)
 	if err != nil {
@@ -70,7 +72,6 @@ func (k *Kernel) CheckLaunch(x *Extents, t chips.Tuning, grid, tg [3]uint32, tgM
 		return fmt.Errorf("%v (shape %s): %w", err, s, ErrLaunch)
 	}
 	var want [3]uint32
-	patched := x.Patched != nil && k.patchedAny(x)
 	for d := range 3 {
 		want[d] = uint32(min(l.Grid[d], 1<<32-1))
 		if tg[d] != uint32(l.Threadgroup[d]) {
@@ -78,7 +79,7 @@ func (k *Kernel) CheckLaunch(x *Extents, t chips.Tuning, grid, tg [3]uint32, tgM
 		}
 	}
 	for d := range 3 {
-		if grid[d] > want[d] || !patched && grid[d] != want[d] {
+		if grid[d] != want[d] {
 			return fmt.Errorf("%s: grid %v, the rule gives %v for %s: %w", k.Name, grid, want, s, ErrLaunch)
 		}
 	}
@@ -86,16 +87,6 @@ func (k *Kernel) CheckLaunch(x *Extents, t chips.Tuning, grid, tg [3]uint32, tgM
 		return fmt.Errorf("%s: %d bytes of threadgroup memory, the rule gives %d for %s: %w", k.Name, tgMem, l.TGMem, s, ErrLaunch)
 	}
 	return nil
-}
-
-// patchedAny reports whether a patch writes any of k's patchable fields.
-func (k *Kernel) patchedAny(x *Extents) bool {
-	for _, off := range k.Patchable {
-		if x.Patched(off) {
-			return true
-		}
-	}
-	return false
 }
 
 // String renders the shape's non-zero fields, as "N=1024 K=4096".

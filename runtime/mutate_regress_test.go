@@ -55,6 +55,16 @@ func TestDamagedPlansAreRefused(t *testing.T) {
 		// the read-only mapping.
 		{"decode L0.attn.norm: binding 2 (slot 2): buffer = a weight", "SIGSEGV on the mapped file", "may only read"},
 		{"decode logits: binding 2 (slot 2): buffer = a weight", "SIGSEGV on the mapped file", "may only read"},
+		// Launches that differ from the kernel's geometry rule ran on the
+		// CPU backend, which ignores grids; a GPU backend runs the grid the
+		// plan says, past the buffers or with the wrong SIMD groups.
+		{"decode L0.attn.norm: grid[0] x2", "ran: the CPU backend ignores grids", "grid [2 1 1], the rule gives [1 1 1]"},
+		{"decode L0.attn.qkv: grid[0] / 2", "ran: the CPU backend ignores grids", "the rule gives"},
+		{"decode L0.attn.qkv: grid[1] = 2^20", "ran: the CPU backend ignores grids", "the rule gives"},
+		{"decode L0.attn.attention: threadgroup[0] x2", "ran: the CPU backend ignores threadgroups", "threadgroup [256 1 1], the rule gives [128 1 1]"},
+		{"decode L0.attn.attention: threadgroup[1] x2", "ran: the CPU backend ignores threadgroups", "the rule gives"},
+		{"batch.8 L0.attn.qkv: threadgroup[0] = 1", "ran: the CPU backend ignores threadgroups", "the rule gives"},
+		{"decode L0.attn.norm: threadgroup memory 2^17", "ran: the CPU backend ignores threadgroup memory", "threadgroup memory"},
 		// A weight that reads its neighbour's bytes ran, computing garbage.
 		{`buffer "token_embd.weight": offset + 4`, "different tokens", "not inside tensor"},
 	}
