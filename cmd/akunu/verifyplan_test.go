@@ -124,15 +124,16 @@ var silentEdits = []struct {
 		return es
 	}},
 	{"a pipeline swapped", func(p *plans.Plan, c *plans.Command) []func(c *plans.Command) {
-		// Another command's pipeline of a kernel of the same family
-		// (simd_gemm_small for simd_gemm), whose bindings and parameters
-		// have the shape of this one's.
+		// Another command's pipeline whose bindings and parameters have
+		// the shape of this one's. Load validation refuses most (a kernel
+		// of another geometry rule or binding roles); one with the same
+		// launch, roles and extents (an elementwise op for another, say)
+		// still loads.
 		var es []func(c *plans.Command)
-		family := func(pl uint32) string { f, _, _ := strings.Cut(p.Pipelines[pl].Kernel, "_"); return f }
 		seen := map[uint32]bool{c.Pipeline: true}
 		for _, pr := range p.Programs {
 			for _, o := range pr.Commands {
-				if !seen[o.Pipeline] && family(o.Pipeline) == family(c.Pipeline) && len(o.Bindings) == len(c.Bindings) && len(o.Params) == len(c.Params) {
+				if !seen[o.Pipeline] && len(o.Bindings) == len(c.Bindings) && len(o.Params) == len(c.Params) {
 					seen[o.Pipeline] = true
 					es = append(es, func(c *plans.Command) { c.Pipeline = o.Pipeline })
 				}
