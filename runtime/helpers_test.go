@@ -10,6 +10,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -19,10 +20,10 @@ func stories(t testing.TB) string {
 	t.Helper()
 	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	return p
 }

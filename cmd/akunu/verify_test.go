@@ -11,6 +11,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -23,7 +24,7 @@ func storiesPlan(t *testing.T, chip string) (plan, model string) {
 		_, err = os.Stat(model)
 	}
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	prof, err := chips.Resolve(chip, 0)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
@@ -24,7 +25,7 @@ func TestDamagedWeightsEndTheCommand(t *testing.T) {
 		_, err = os.Stat(src)
 	}
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	data, err := os.ReadFile(src)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -25,7 +26,7 @@ func verifyPlanStories(t *testing.T, chip string, o compiler.Options) (plan, mod
 		_, err = os.Stat(model)
 	}
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	if o.Chip, err = chips.Resolve(chip, 0); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/server"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -136,7 +137,7 @@ func conformanceModel(t *testing.T) string {
 		_, err = os.Stat(p)
 	}
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	return p
 }
@@ -147,11 +148,11 @@ func conformanceTemplate(t *testing.T) string {
 	t.Helper()
 	p, err := llamacpp.SharedPath("templates", "Qwen-Qwen3-0.6B.jinja")
 	if err != nil {
-		t.Skipf("Qwen3 template: %v", err)
+		proof.Missing(t, "Qwen3 chat template (../shared/templates)", err.Error())
 	}
 	b, err := os.ReadFile(p)
 	if err != nil {
-		t.Skipf("Qwen3 template: %v", err)
+		proof.Missing(t, "Qwen3 chat template (../shared/templates)", err.Error())
 	}
 	return string(b)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	rt "github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -48,10 +49,10 @@ func storiesGGUF(t testing.TB) string {
 	t.Helper()
 	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
 	if err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Skipf("stories260K: %v", err)
+		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	return p
 }
