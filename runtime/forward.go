@@ -92,9 +92,6 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 	if err := m.checkRows(b); err != nil {
 		return err
 	}
-	if err := m.CheckFile(); err != nil {
-		return err
-	}
 	m.out.n, m.out.read = 0, b.ReadLogits
 	if len(m.batch) == 0 {
 		return m.forwardPrefill(ctx, b)
@@ -216,7 +213,7 @@ func (m *Model) replayRows(b *Batch, i, j int, prog *program) error {
 	m.step[0] = plans.Step{Batch: uint32(n), Out: uint32(outs)}
 	m.be.Encode(prog.h, m.step[:])
 	m.be.Commit()
-	if err := m.be.Wait(); err != nil {
+	if err := m.wait(); err != nil {
 		return fmt.Errorf("runtime: %s at rows %d..%d: %w", prog.p.Name, i, j, err)
 	}
 	for r := i; r < j; r++ {

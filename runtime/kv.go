@@ -77,7 +77,7 @@ func (m *Model) CopyPrefix(dst, src, n int) error {
 			}
 		}
 		m.be.Commit()
-		if err := m.be.Wait(); err != nil {
+		if err := m.wait(); err != nil {
 			return fmt.Errorf("runtime: copying KV slot %d to %d: %w", src, dst, err)
 		}
 	}

@@ -61,7 +61,7 @@ func (m *Model) forwardPrefill(ctx context.Context, b *Batch) error {
 func (m *Model) replay(prog *program) error {
 	m.be.Encode(prog.h, m.step[:])
 	m.be.Commit()
-	if err := m.be.Wait(); err != nil {
+	if err := m.wait(); err != nil {
 		return fmt.Errorf("runtime: %s at position %d: %w", prog.p.Name, m.step[0].Pos, err)
 	}
 	return nil

@@ -379,7 +379,7 @@ func (s *Session) decodeOverlapped(ctx context.Context, g *generation) (Stop, er
 			}
 			return StopContext, nil // unreachable: accept stops at the limit and the context first
 		}
-		if err := m.be.WaitOldest(); err != nil {
+		if err := m.explain(m.be.WaitOldest()); err != nil {
 			m.be.Wait()
 			return "", fmt.Errorf("runtime: %s at position %d: %w", prog.p.Name, s.Pos(), err)
 		}
@@ -393,7 +393,7 @@ func (s *Session) decodeOverlapped(ctx context.Context, g *generation) (Stop, er
 			m.kv.len[s.seq]++ // the token before it is now in the cache
 			if stop, done := s.accept(g, int32(u32At(s.rb, i))); done {
 				if committed > read { // a chain in flight: wait for it and drop it
-					if err := m.be.Wait(); err != nil {
+					if err := m.wait(); err != nil {
 						return "", fmt.Errorf("runtime: %s at position %d (dropped): %w", prog.p.Name, s.Pos(), err)
 					}
 				}
@@ -426,7 +426,7 @@ func (s *Session) chain(b *program, n int) error {
 	}
 	s.m.be.Encode(b.h, s.steps[:n])
 	s.m.be.Commit()
-	if err := s.m.be.Wait(); err != nil {
+	if err := s.m.wait(); err != nil {
 		return fmt.Errorf("runtime: %s at position %d: %w", b.p.Name, pos, err)
 	}
 	return nil

@@ -63,7 +63,7 @@ func (m *Model) RunCommand(prog string, ci int, s plans.Step) error {
 	m.step[0] = s
 	m.be.Encode(h, m.step[:])
 	m.be.Commit()
-	if err := m.be.Wait(); err != nil {
+	if err := m.wait(); err != nil {
 		return fmt.Errorf("runtime: %s %s: %w", key, pr.Commands[ci].Label, err)
 	}
 	return nil

@@ -115,7 +115,9 @@ func checkWeights(p *plans.Plan, mp *gguf.Mapping, full bool) (string, error) {
 
 // CheckFile fails when the model file shrank since it was mapped: the
 // weights past its new end are gone, and a kernel touching them would
-// crash the process (SIGBUS). One fstat; Forward asks before each replay.
+// crash the process (SIGBUS). One fstat; asked when a replay fails
+// (explain), not before every replay: the CPU backend turns the fault
+// itself into an error.
 func (m *Model) CheckFile() error {
 	if m.mapping == nil {
 		return nil
@@ -124,6 +126,21 @@ func (m *Model) CheckFile() error {
 		return fmt.Errorf("runtime: %w", err)
 	}
 	return nil
+}
+
+// wait waits for the backend's submissions, explaining a failure.
+func (m *Model) wait() error { return m.explain(m.be.Wait()) }
+
+// explain names the cause of a failed replay when the model file shrank
+// under the mapping (the backend reports only the fault it caused).
+func (m *Model) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	if ferr := m.CheckFile(); ferr != nil {
+		return fmt.Errorf("%w (%w)", ferr, err)
+	}
+	return err
 }
 
 // VerifyWeights reads every byte of the mapped model and holds it to the
