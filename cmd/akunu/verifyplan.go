@@ -37,16 +37,11 @@ var errPlanDiffers = errors.New("the plan differs from a fresh compile")
 // bounds (an input rebound, an offset shifted, a parameter shrunk) computes
 // something else; only a recompile tells it from the compiler's own plan.
 func runVerifyPlan(ctx *cli.Context, args []string) error {
-	fs := ctx.Flags("verify-plan")
-	model := fs.String("model", "", "the GGUF file (default: next to the plan, at the path recorded at compile time, or in the working directory)")
-	pos, err := cli.Parse(fs, args)
+	plan, model, err := planAndModel(ctx, "verify-plan", args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
-	}
-	r, err := verifyPlan(pos[0], *model)
+	r, err := verifyPlan(plan, model)
 	if err != nil {
 		return err
 	}
