@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -12,18 +13,24 @@ func TestBandwidthLineNeverShowsABareShareAbove100(t *testing.T) {
 		achieved, bw   float64
 		measured       bool
 		want, wantNote string
+		perTok         float64 // bytes a token reads; 0: 2.4 MB
 	}{
-		{"a share below 100% is plain", 10e9, 20e9, true, "50.0% of 20.0 GB/s (measured read, 2 threads)", ""},
-		{"above the measured bandwidth says the caches", 93e9, 20e9, true, "465.0% of 20.0 GB/s (measured read, 2 threads); above the measured read bandwidth: the bytes a token reads stay in the CPU's caches", "caches"},
-		{"above a profile's figure says so", 150e9, 100e9, false, "150.0% of 100.0 GB/s (measured read, 2 threads); above the profile's bandwidth", "profile"},
-		{"no bandwidth, no share", 10e9, 0, true, "10.00 GB/s (no bandwidth to compare with)", ""},
+		{"a share below 100% is plain", 10e9, 20e9, true, "50.0% of 20.0 GB/s (measured read, 2 threads)", "", 0},
+		{"above the measured bandwidth says the caches", 93e9, 20e9, true, "465.0% of 20.0 GB/s (measured read, 2 threads); above the measured read bandwidth: the bytes a token reads stay in the CPU's caches", "caches", 0},
+		{"above the measured bandwidth with more bytes than caches hold blames the probe", 93e9, 20e9, true, "465.0% of 20.0 GB/s (measured read, 2 threads); above the measured read bandwidth: the read probe", "undershoots", 456.8e6},
+		{"above a profile's figure says so", 150e9, 100e9, false, "150.0% of 100.0 GB/s (measured read, 2 threads); above the profile's bandwidth", "profile", 0},
+		{"no bandwidth, no share", 10e9, 0, true, "10.00 GB/s (no bandwidth to compare with)", "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			line, note := bandwidthLine(2.4e6, tc.achieved, tc.bw, "measured read, 2 threads", tc.measured)
+			perTok := tc.perTok
+			if perTok == 0 {
+				perTok = 2.4e6
+			}
+			line, note := bandwidthLine(perTok, tc.achieved, tc.bw, "measured read, 2 threads", tc.measured)
 			if !strings.Contains(line, tc.want) || !strings.Contains(note, tc.wantNote) || (tc.wantNote == "") != (note == "") {
 				t.Errorf("line %q, note %q; want %q in the line, %q in the note", line, note, tc.want, tc.wantNote)
 			}
-			if !strings.HasPrefix(line, "decode reads 2.4 MB/token: ") {
+			if !strings.HasPrefix(line, fmt.Sprintf("decode reads %.1f MB/token: ", perTok/1e6)) {
 				t.Errorf("line %q", line)
 			}
 		})
