@@ -14,7 +14,7 @@ FUZZTIME ?= 5m
 export CGO_ENABLED := 0
 
 BIN := bin
-.PHONY: all build test unit fuzz fuzz-short lint demo llama openai clean plans bench bench-serve bench-spec
+.PHONY: all build test unit fuzz fuzz-short lint demo llama llama-src openai clean plans bench bench-serve bench-spec
 
 all: build
 
@@ -25,6 +25,11 @@ build:
 # differential tests call through purego.
 llama:
 	@scripts/fetch-llama.sh >/dev/null
+
+# llama.cpp's source (node-llama-cpp's llama/gitRelease.bundle, same
+# version): its grammar and JSON-schema test cases, read as data.
+llama-src:
+	@scripts/fetch-llama-src.sh >/dev/null
 
 # OpenAI's JavaScript client (npm: openai), which the server's conformance
 # test drives a real server with.
@@ -37,7 +42,7 @@ openai:
 SKIPPED := $(CURDIR)/.cache/skipped-proofs
 test:
 	@rm -f $(SKIPPED)
-	@AKUNU_SKIPPED_PROOFS=$(SKIPPED) $(MAKE) --no-print-directory llama openai unit fuzz-short; st=$$?; \
+	@AKUNU_SKIPPED_PROOFS=$(SKIPPED) $(MAKE) --no-print-directory llama llama-src openai unit fuzz-short; st=$$?; \
 	if [ -s $(SKIPPED) ]; then \
 		echo; echo "SKIPPED PROOFS: these claims were not checked on this machine (CI checks them):"; \
 		sort -u $(SKIPPED) | sed 's/^/  /'; \

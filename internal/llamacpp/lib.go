@@ -241,3 +241,22 @@ func Require(t TB) *Lib {
 	}
 	return l
 }
+
+// SourceDir is llama.cpp's source tree of the pinned release, which
+// scripts/fetch-llama-src.sh installs (tests read its test cases as data):
+// $AKUNU_LLAMA_SRC if set, else <repo>/.cache/llama-src/llama.cpp. The error
+// wraps ErrNotInstalled when it is not there.
+func SourceDir() (string, error) {
+	dir := os.Getenv("AKUNU_LLAMA_SRC")
+	if dir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(root, ".cache", "llama-src", "llama.cpp")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tests")); err != nil {
+		return "", fmt.Errorf("%w: llama.cpp's source is not in %s; run scripts/fetch-llama-src.sh (make llama-src)", ErrNotInstalled, dir)
+	}
+	return dir, nil
+}
