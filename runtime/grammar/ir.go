@@ -11,6 +11,9 @@ type Grammar struct {
 	Rules []Rule
 	// Root is the id of the start rule ("root" unless asked otherwise).
 	Root int
+	// Warnings are what Parse found odd but llama.cpp accepts: rules the
+	// start rule never reaches.
+	Warnings []*Error
 }
 
 // Rule is one rule: a choice among alternatives, each a sequence of

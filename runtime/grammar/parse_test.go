@@ -1,0 +1,66 @@
+package grammar
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseRoundTrip(t *testing.T) {
+	for _, src := range []string{
+		`root ::= "a" | "b" [c-e]* ("x" | "y"){2,3} .`,
+		"root ::= obj\nobj ::= \"{\" ( ws kv ( \",\" ws kv )* )? \"}\"\nkv ::= [a-z]+ \":\" [0-9]{1,3}\nws ::= [ \\t\\n]*",
+		`root ::= [^"\\] "\x41\u00e9\U0001F600" <[12]> !<[3]> "\""`,
+	} {
+		g, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		s := g.String()
+		g2, err := Parse(s)
+		if err != nil {
+			t.Fatalf("reparse of\n%s: %v", s, err)
+		}
+		if s2 := g2.String(); s2 != s {
+			t.Errorf("round trip differs:\n%s\n---\n%s", s, s2)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"root ::= valeu\nvalue ::= \"x\"", `1:10: undefined rule "valeu" (did you mean value?)`},
+		{`root ::= "abc`, `1:10: unterminated literal: no closing "`},
+		{`root ::= [abc`, `1:10: unterminated character class: no closing ]`},
+		{`root ::= "a"{3,2}`, `1:13: repetition {3,2}: the maximum is below the minimum`},
+		{`foo ::= "a"`, `1:1: no rule "root": the grammar starts there (did you mean foo?)`},
+		{`root ::= "\q"`, `1:11: unknown escape \q`},
+		{"root ::= expr\nexpr ::= term \"+\" | \"x\"\nterm ::= expr", `2:1: left recursion: expr -> term -> expr`},
+		{"root ::= a? root \"x\"\na ::= \"y\"", `1:1: left recursion: root -> root`},
+		{`root ::= ("a"`, `1:14: expected ')' to close the group at 1:10, found the end of the grammar`},
+		{`root ::= * "a"`, `1:10: a repetition needs an item before it`},
+		{"root ::= \"a\"\nroot ::= \"b\"", `2:1: rule "root" is defined twice (first at 1:1)`},
+		{`root := "a"`, `1:6: expected ::= after rule name "root", found ':'`},
+		{`root ::= [z-a]`, `1:13: range 'z'-'a' runs backwards`},
+		{`root ::= "a"{3000}`, `1:13: repetition {3000,...}: more than 2000 repetitions`},
+		{`root ::= ` + strings.Repeat("(", 300) + `"a"` + strings.Repeat(")", 300), `1:266: groups nested more than 256 deep`},
+	} {
+		_, err := Parse(tc.src)
+		if err == nil {
+			t.Errorf("%q parsed", tc.src)
+			continue
+		}
+		if err.Error() != tc.want {
+			t.Errorf("%q:\n got %s\nwant %s", tc.src, err, tc.want)
+		}
+	}
+}
+
+func TestUnreachableWarns(t *testing.T) {
+	g, err := Parse("root ::= \"a\"\nextra ::= \"b\"")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Warnings) != 1 || g.Warnings[0].Error() != `2:1: rule "extra" is never used (the start rule "root" does not reach it)` {
+		t.Fatalf("warnings: %v", g.Warnings)
+	}
+}
