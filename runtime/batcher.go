@@ -203,6 +203,9 @@ func (b *Batcher) Step(ctx context.Context) error {
 			stop, done := sp.verify(g.g, s, j, sp.pos, sp.cur)
 			m.Rewind(s.seq, len(s.hist)-1) // the rows of rejected drafts are forgotten
 			j += len(sp.cur)
+			if g.g.err != nil {
+				g.err = g.g.err
+			}
 			if done || g.err != nil {
 				b.end(g, stop)
 			}
@@ -217,6 +220,9 @@ func (b *Batcher) Step(ctx context.Context) error {
 			g.t1 = time.Now()
 		}
 		if stop, done := s.accept(g.g, tok); done {
+			if g.g.err != nil {
+				g.err = g.g.err
+			}
 			b.end(g, stop)
 		}
 	}

@@ -18,6 +18,7 @@ const (
 	StopCaller    Stop = "stopped"   // OnToken or OnText asked to stop
 	StopString    Stop = "stop"      // the text reached one of the stop strings
 	StopCancelled Stop = "cancelled" // the context was cancelled
+	StopError     Stop = "error"     // a processor failed (a grammar no token can continue): Generate returns its error
 )
 
 // GenerateOptions configure one generation.
@@ -128,6 +129,8 @@ type generation struct {
 	host bool
 	// spec is the speculative decoding state (GenerateOptions.Spec).
 	spec *specState
+	// err is a processor's failure, which ended the generation.
+	err error
 }
 
 func newGeneration(m *Model, o GenerateOptions, res *Result, t0 time.Time) *generation {
@@ -217,6 +220,18 @@ func logProbs(logits []float32, tok int32, n int) StepLogProbs {
 		}
 	}
 	return out
+}
+
+// failed is the first failure a processor reports (Failer), if any.
+func (g *generation) failed() error {
+	for _, p := range g.procs {
+		if f, ok := p.(Failer); ok {
+			if err := f.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // accept records a generated token and says whether the generation ends.

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/akunu-dev/akunu/runtime/grammar"
 	"github.com/akunu-dev/akunu/runtime/sampling"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
@@ -74,6 +76,11 @@ type Model struct {
 	progs    []device.Program
 	vocab    int
 	maxBatch int // the largest batch program's rows
+
+	// grammarVocab is the tokens' bytes as a grammar matches them, built
+	// on the first constrained generation (constrain.go).
+	grammarOnce  sync.Once
+	grammarVocab *grammar.Vocab
 
 	// The io buffers the engine writes and reads (positions, seqs, out
 	// rows and argmax: zero in a format-1 plan).

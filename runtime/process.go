@@ -20,6 +20,13 @@ type Acceptor interface {
 	Accept(tok int32)
 }
 
+// Failer is a Processor that can fail (a grammar that no token can
+// continue): the generation ends before the token chosen from the failed
+// step, and Generate returns the error.
+type Failer interface {
+	Err() error
+}
+
 // Penalties are llama.cpp's repetition penalties over the last LastN
 // tokens (64 when 0): a token that occurred has its logit divided by
 // Repeat when positive, multiplied when negative (1: off), then lowered

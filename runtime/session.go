@@ -139,6 +139,9 @@ func (s *Session) Generate(ctx context.Context, input []int32, o GenerateOptions
 		}
 	}
 	g.finish(stop)
+	if g.err != nil {
+		return res, g.err
+	}
 	return res, nil
 }
 
@@ -180,8 +183,14 @@ func (s *Session) prefill(ctx context.Context, tokens []int32, logits bool) erro
 	return s.m.Forward(ctx, b)
 }
 
-// accept takes a generated token into the conversation.
+// accept takes a generated token into the conversation; a processor's
+// failure ends the generation without it.
 func (s *Session) accept(g *generation, tok int32) (Stop, bool) {
+	if g.host {
+		if g.err = g.failed(); g.err != nil {
+			return StopError, true
+		}
+	}
 	s.hist = append(s.hist, tok)
 	return g.accept(tok, len(s.hist) < cap(s.hist))
 }

@@ -121,6 +121,9 @@ func NewIndex(m *Machine, v *Vocab) *Index {
 	return &Index{m: m, v: v, masks: map[int32][]uint32{}, limit: 64 << 20, stateD: make([]int32, v.maxD+1)}
 }
 
+// Words is the length in uint32 words of a mask over the vocabulary.
+func (x *Index) Words() int { return x.v.words }
+
 // mask is the mask of state s, computed or cached. The slice is the
 // cache's: read it, do not keep it past the next call.
 func (x *Index) mask(s int32) ([]uint32, error) {

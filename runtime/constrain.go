@@ -1,0 +1,117 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/akunu-dev/akunu/runtime/grammar"
+)
+
+// Constraint keeps a generation inside a grammar's language: a Processor
+// that, every step, asks the grammar for the bitmask of tokens that may
+// come next and sets the others' logits to -inf, and an Acceptor that
+// advances the grammar by the token chosen. The bitmask, not the logits,
+// is the interface to the grammar, so that a GPU sampler can read it as a
+// buffer (ADR 0015). End-of-generation tokens are allowed only where the
+// grammar may end; a step where no token is allowed fails the generation
+// with grammar.ErrStuck (Failer).
+type Constraint struct {
+	mt   *grammar.Matcher
+	mask []uint32
+	err  error
+}
+
+// GrammarIndex compiles g for m's vocabulary: the machine, and the token
+// trie m builds once. Constraints made from one index share its cache of
+// masks; an index is safe for concurrent use.
+func (m *Model) GrammarIndex(g *grammar.Grammar) (*grammar.Index, error) {
+	mc, err := grammar.Compile(g)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range g.Rules {
+		for _, alt := range r.Alts {
+			for _, e := range alt {
+				if e.Kind == grammar.Token && (e.Token < 0 || int(e.Token) >= m.vocab) {
+					return nil, fmt.Errorf("grammar: rule %q names token %d outside the vocabulary of %d", r.Name, e.Token, m.vocab)
+				}
+			}
+		}
+	}
+	return grammar.NewIndex(mc, m.GrammarVocab()), nil
+}
+
+// GrammarVocab is the model's tokens as a grammar matches them: each
+// token's bytes (control tokens have none, so no grammar produces them)
+// and its end-of-generation tokens.
+func (m *Model) GrammarVocab() *grammar.Vocab {
+	m.grammarOnce.Do(func() {
+		tk := m.Tokenizer
+		pieces := make([][]byte, m.vocab)
+		var eog []int32
+		for i := range pieces {
+			id := int32(i)
+			if i >= tk.NumTokens() {
+				continue
+			}
+			if tk.IsEOG(id) {
+				eog = append(eog, id)
+			}
+			if tk.IsControl(id) {
+				continue
+			}
+			pieces[i] = []byte(tk.TokenToPiece(id, false))
+		}
+		m.grammarVocab = grammar.NewVocab(pieces, eog)
+	})
+	return m.grammarVocab
+}
+
+// NewConstraint starts a constraint at the start of x's grammar (one per
+// generation: it holds the generation's place in the grammar).
+func NewConstraint(x *grammar.Index) *Constraint {
+	mt := grammar.NewMatcher(x)
+	return &Constraint{mt: mt, mask: make([]uint32, x.Words())}
+}
+
+// Process sets the logits of the tokens the grammar does not allow next
+// to -inf.
+func (c *Constraint) Process(logits []float32, _ []int32) {
+	if c.err != nil {
+		return
+	}
+	if err := c.mt.Mask(c.mask); err != nil {
+		c.err = err
+		return
+	}
+	ninf := float32(math.Inf(-1))
+	for w, bits := range c.mask {
+		if bits == ^uint32(0) {
+			continue
+		}
+		base := w * 32
+		for i := 0; i < 32 && base+i < len(logits); i++ {
+			if bits&(1<<i) == 0 {
+				logits[base+i] = ninf
+			}
+		}
+	}
+	for i := len(c.mask) * 32; i < len(logits); i++ {
+		logits[i] = ninf
+	}
+}
+
+// Accept advances the grammar past tok.
+func (c *Constraint) Accept(tok int32) {
+	if c.err == nil {
+		c.err = c.mt.Accept(tok)
+	}
+}
+
+// Err is the failure that ended the generation: no token could continue
+// the grammar (grammar.ErrStuck), or a token it refuses was accepted.
+func (c *Constraint) Err() error { return c.err }
+
+// Done reports whether the output is complete (only an end token may
+// follow).
+func (c *Constraint) Done() bool { return c.mt.Done() }
