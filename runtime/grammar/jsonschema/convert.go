@@ -170,12 +170,13 @@ func (c *converter) reserve(name string) string {
 
 // prim is the shared rule name, added with what it needs.
 func (c *converter) prim(name string) string {
+	if _, ok := c.rules[name]; ok {
+		return name
+	}
 	p := primitives[name]
+	c.add(name, p.body) // first: value and object refer to each other
 	for _, d := range p.deps {
 		c.prim(d)
-	}
-	if _, ok := c.rules[name]; !ok {
-		c.add(name, p.body)
 	}
 	return name
 }
