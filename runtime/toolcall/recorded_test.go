@@ -25,7 +25,7 @@ var recordings = []recorded{
 		text:  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}}\n</tool_call>",
 		calls: []Call{{Name: "get_weather", Arguments: `{"city": "Paris", "unit": "celsius"}`}}},
 	{name: "hermes several calls in a row", f: Hermes,
-		text: "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>",
+		text:  "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"Europe/Paris\"}}\n</tool_call>",
 		calls: []Call{{Name: "get_weather", Arguments: `{"city": "Paris"}`}, {Name: "get_time", Arguments: `{"tz": "Europe/Paris"}`}}},
 	{name: "hermes content before a call", f: Hermes,
 		text:    "Let me look that up for you.\n\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"akunu\"}}\n</tool_call>",

@@ -95,15 +95,15 @@ type Stream struct {
 type mode uint8
 
 const (
-	mContent mode = iota // content; watching for the open tag
-	mStart               // Llama3: the start of the output, where a bare object is a call
-	mTagWS               // after the open tag: whitespace, then '{' (or Mistral's '[')
-	mArrNext             // Mistral: after '[' or ',': a call object
-	mArrAfter            // Mistral: after a call object: ',' or ']'
-	mCall                // inside a call object
-	mClose               // Hermes: after a call object: whitespace and </tool_call>
-	mAfter               // after a region: whitespace (and Llama3's ';' or next object)
-	mFailed              // after an error: all content
+	mContent  mode = iota // content; watching for the open tag
+	mStart                // Llama3: the start of the output, where a bare object is a call
+	mTagWS                // after the open tag: whitespace, then '{' (or Mistral's '[')
+	mArrNext              // Mistral: after '[' or ',': a call object
+	mArrAfter             // Mistral: after a call object: ',' or ']'
+	mCall                 // inside a call object
+	mClose                // Hermes: after a call object: whitespace and </tool_call>
+	mAfter                // after a region: whitespace (and Llama3's ';' or next object)
+	mFailed               // after an error: all content
 )
 
 func (m mode) inRegion() bool { return m >= mTagWS && m <= mCall }
