@@ -36,6 +36,12 @@ type Options struct {
 	EmbedDType dtype.Type // of the token embedding; default DType
 	EmbedSet   bool       // EmbedDType was given (F32 is code 0)
 	Tied       bool       // no output matrix: the logits use the embedding
+	// Recipe "q4_k_m" mixes dtypes as llama.cpp's Q4_K_M does: Q4_K, with
+	// Q6_K for the output matrix (the embedding when tied) and for the
+	// attn_v and ffn_down matrices of the layers llama.cpp gives more
+	// bits (the first and last eighth, and every third between). DType
+	// must then be Q4_K.
+	Recipe string
 
 	// Vocab is the tokenizer to write; nil builds the small byte-level
 	// BPE tokenizer of this package (see VocabFromGGUF to copy one).
@@ -104,6 +110,18 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	}
 	if !o.EmbedSet {
 		o.EmbedDType = o.DType
+	}
+	switch o.Recipe {
+	case "":
+	case "q4_k_m":
+		if o.DType != dtype.Q4_K {
+			return nil, fmt.Errorf("%w: recipe q4_k_m needs dtype q4_k, not %v", ErrOptions, o.DType)
+		}
+		if o.Tied && !o.EmbedSet {
+			o.EmbedDType = dtype.Q6_K
+		}
+	default:
+		return nil, fmt.Errorf("%w: unknown recipe %q (q4_k_m is known)", ErrOptions, o.Recipe)
 	}
 	for _, t := range []dtype.Type{o.DType, o.EmbedDType} {
 		if !dtype.CanQuantize(t) {
@@ -236,10 +254,21 @@ func pick(t specs.Tensor, o Options) (dtype.Type, float32, float32) {
 	case t.Role == specs.RoleEmbedding:
 		return o.EmbedDType, 1, 0
 	case t.Optional && t.Fallback != "":
+		if o.Recipe == "q4_k_m" {
+			return dtype.Q6_K, 4 / float32(math.Sqrt(float64(fanIn))), 0
+		}
 		return o.DType, 4 / float32(math.Sqrt(float64(fanIn))), 0
+	case o.Recipe == "q4_k_m" && (t.Logical == "attn_v" || t.Logical == "ffn_down") && moreBits(t.Layer, o.Layers):
+		return dtype.Q6_K, 1 / float32(math.Sqrt(float64(fanIn))), 0
 	default:
 		return o.DType, 1 / float32(math.Sqrt(float64(fanIn))), 0
 	}
+}
+
+// moreBits is llama.cpp's choice of the layers whose attn_v and ffn_down
+// get more bits in its _M mixes.
+func moreBits(layer, layers int) bool {
+	return layer < layers/8 || layer >= 7*layers/8 || (layer-layers/8)%3 == 2
 }
 
 func findArch(reg *specs.Registry, name string) (*specs.Arch, string, error) {

@@ -3,6 +3,7 @@ package synth_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -183,5 +184,41 @@ func TestLlamaCppLoadsAndRunsEveryArchitecture(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQ4KMRecipe: the q4_k_m mix gives Q6_K where llama.cpp's recipe
+// does (the tied embedding, attn_v and ffn_down of layers 0, 1, 4, 7, 10,
+// 13, 14, 15 of 16) and Q4_K elsewhere.
+func TestQ4KMRecipe(t *testing.T) {
+	p, err := synth.Build(registry(t), synth.Options{Arch: "qwen3", Dim: 256, Layers: 16, Heads: 4, KVHeads: 2, HeadDim: 64,
+		FFN: 512, Tied: true, DType: dtype.Q4_K, Recipe: "q4_k_m", Sparse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"token_embd.weight": true}
+	for _, l := range []int{0, 1, 4, 7, 10, 13, 14, 15} {
+		want[fmt.Sprintf("blk.%d.attn_v.weight", l)] = true
+		want[fmt.Sprintf("blk.%d.ffn_down.weight", l)] = true
+	}
+	n := 0
+	for _, ts := range p.Tensors {
+		if ts.Type == dtype.F32 {
+			continue
+		}
+		wantT := dtype.Q4_K
+		if want[ts.Name] {
+			wantT = dtype.Q6_K
+			n++
+		}
+		if ts.Type != wantT {
+			t.Errorf("%s: %v, want %v", ts.Name, ts.Type, wantT)
+		}
+	}
+	if n != len(want) {
+		t.Errorf("%d Q6_K tensors, want %d", n, len(want))
+	}
+	if _, err := synth.Build(registry(t), synth.Options{Arch: "qwen3", Dim: 256, Layers: 2, Heads: 4, DType: dtype.Q8_0, Recipe: "q4_k_m"}); err == nil {
+		t.Error("q4_k_m over q8_0 built")
 	}
 }
