@@ -24,12 +24,12 @@ func sharedTemplates(t *testing.T) string {
 func TestFormatOfSharedTemplates(t *testing.T) {
 	dir := sharedTemplates(t)
 	want := map[string]Format{
-		"Qwen-Qwen2.5-7B-Instruct":            Hermes,
-		"Qwen-Qwen3-0.6B":                     Hermes,
-		"meta-llama-Llama-3.1-8B-Instruct":    Llama3,
+		"Qwen-Qwen2.5-7B-Instruct":             Hermes,
+		"Qwen-Qwen3-0.6B":                      Hermes,
+		"meta-llama-Llama-3.1-8B-Instruct":     Llama3,
 		"mistralai-Mistral-Nemo-Instruct-2407": Mistral,
-		"google-gemma-2-2b-it":                None,
-		"microsoft-Phi-3.5-mini-instruct":     None,
+		"google-gemma-2-2b-it":                 None,
+		"microsoft-Phi-3.5-mini-instruct":      None,
 	}
 	files, err := filepath.Glob(filepath.Join(dir, "*.jinja"))
 	if err != nil || len(files) != len(want) {
