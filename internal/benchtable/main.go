@@ -1,0 +1,251 @@
+// Command benchtable times akunu against llama.cpp, each engine in a
+// process of its own, and prints one table of ratios with the bars
+// beside them (make bench). akunu runs as `akunu bench`; llama.cpp as
+// internal/llamapeer, a program that loads only llama.cpp's release
+// library. The two alternate, round after round, on the same GGUF file,
+// thread count and machine, and nothing of one runs while the other is
+// timed. Figures are medians over every run with their range; decode is
+// also given as the share of the machine's measured read bandwidth, for
+// both engines (the bytes a token reads are akunu's count for the file).
+// Timings are reported, never asserted.
+//
+//	go run ./internal/benchtable -akunu bin/akunu -akunuc bin/akunuc -peer bin/llamapeer \
+//	    [-threads 1,2,8,16] [-chip cpu-avx2] [-rounds 3] [-r 3] [-p 512] [-n 128] [-json] model.gguf...
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// Bars are issue 11's: decode ≥ 1.2× llama.cpp, prefill ≥ 1.0×.
+const (
+	barTG = 1.2
+	barPP = 1.0
+)
+
+// Row is one (model, threads, test) of the table.
+type Row struct {
+	Model      string    `json:"model"`
+	Threads    int       `json:"threads"`
+	Test       string    `json:"test"`
+	Akunu      []float64 `json:"akunu_runs"`
+	Llama      []float64 `json:"llama_runs"`
+	AkunuMed   float64   `json:"akunu_tok_s_median"`
+	LlamaMed   float64   `json:"llama_tok_s_median"`
+	Ratio      float64   `json:"ratio"`
+	Bar        float64   `json:"bar"`
+	Meets      bool      `json:"meets_bar"`
+	AkunuShare float64   `json:"akunu_bandwidth_share,omitempty"`
+	LlamaShare float64   `json:"llama_bandwidth_share,omitempty"`
+}
+
+// Table is the whole run.
+type Table struct {
+	CPU          string  `json:"cpu"`
+	LlamaVariant string  `json:"llama_cpu_variant"`
+	LlamaLib     string  `json:"llama_library"`
+	ReadGBs      float64 `json:"read_bandwidth_gb_s"`
+	Chip         string  `json:"chip"`
+	Rows         []Row   `json:"rows"`
+}
+
+func main() {
+	akunu := flag.String("akunu", "bin/akunu", "the akunu binary")
+	akunuc := flag.String("akunuc", "bin/akunuc", "the akunuc binary")
+	peer := flag.String("peer", "bin/llamapeer", "the llama.cpp peer binary (internal/llamapeer)")
+	threadList := flag.String("threads", "2", "thread counts, comma-separated")
+	chip := flag.String("chip", "cpu-avx2", "CPU chip profile to compile for (the thread count is appended)")
+	rounds := flag.Int("rounds", 3, "rounds: each engine runs once per round, alternating which goes first")
+	reps := flag.Int("r", 3, "repetitions inside each run (after its warm-up)")
+	pp := flag.Int("p", 512, "prompt tokens (prefill test)")
+	tg := flag.Int("n", 128, "generated tokens (decode test, after a one-token prompt)")
+	asJSON := flag.Bool("json", false, "print JSON")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, "usage: benchtable [flags] model.gguf...")
+		os.Exit(2)
+	}
+	var threads []int
+	for _, s := range strings.Split(*threadList, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "benchtable: -threads: %q is not a thread count\n", s)
+			os.Exit(2)
+		}
+		threads = append(threads, n)
+	}
+	b := &bench{akunu: *akunu, akunuc: *akunuc, peer: *peer, chip: *chip, rounds: max(*rounds, 1), reps: max(*reps, 1), pp: *pp, tg: *tg}
+	t, err := b.run(flag.Args(), threads)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtable:", err)
+		os.Exit(1)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(t)
+		return
+	}
+	t.print()
+}
+
+type bench struct {
+	akunu, akunuc, peer, chip string
+	rounds, reps, pp, tg      int
+}
+
+func (b *bench) run(models []string, threads []int) (*Table, error) {
+	t := &Table{Chip: b.chip}
+	dir, err := os.MkdirTemp("", "benchtable")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, model := range models {
+		for _, th := range threads {
+			chip := fmt.Sprintf("%s:%d", b.chip, th)
+			plan := filepath.Join(dir, fmt.Sprintf("%s.%d.plan", filepath.Base(model), th))
+			if out, err := exec.Command(b.akunuc, "compile", model, "--chip", chip, "-o", plan).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("compile %s for %s: %v\n%s", model, chip, err, out)
+			}
+			fmt.Fprintf(os.Stderr, "benchtable: %s, %d threads\n", filepath.Base(model), th)
+			ppRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("pp%d", b.pp), Bar: barPP}
+			tgRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("tg%d", b.tg), Bar: barTG}
+			var bytesPerTok, bw float64
+			for r := 0; r < b.rounds; r++ {
+				order := []bool{r%2 == 0, r%2 != 0} // true: akunu
+				for _, ours := range order {
+					if ours {
+						a, err := b.ours(plan, model, th, b.pp, 1)
+						if err != nil {
+							return nil, err
+						}
+						ppRow.Akunu = append(ppRow.Akunu, a.PPRuns...)
+						a, err = b.ours(plan, model, th, 1, b.tg)
+						if err != nil {
+							return nil, err
+						}
+						tgRow.Akunu = append(tgRow.Akunu, a.TGRuns...)
+						bytesPerTok, bw = a.DecodeBytes, a.Bandwidth
+						continue
+					}
+					l, err := b.theirs(model, th)
+					if err != nil {
+						return nil, err
+					}
+					ppRow.Llama = append(ppRow.Llama, l.PPRuns...)
+					tgRow.Llama = append(tgRow.Llama, l.TGRuns...)
+					t.CPU, t.LlamaVariant, t.LlamaLib = l.CPU, l.Variant, l.Engine
+				}
+			}
+			for _, row := range []*Row{&ppRow, &tgRow} {
+				row.AkunuMed, row.LlamaMed = median(row.Akunu), median(row.Llama)
+				if row.LlamaMed > 0 {
+					row.Ratio = row.AkunuMed / row.LlamaMed
+				}
+				row.Meets = row.Ratio >= row.Bar
+			}
+			if bw > 0 {
+				tgRow.AkunuShare = tgRow.AkunuMed * bytesPerTok / bw
+				tgRow.LlamaShare = tgRow.LlamaMed * bytesPerTok / bw
+				t.ReadGBs = bw / 1e9
+			}
+			t.Rows = append(t.Rows, ppRow, tgRow)
+		}
+	}
+	return t, nil
+}
+
+type oursJSON struct {
+	PPRuns      []float64 `json:"pp_runs"`
+	TGRuns      []float64 `json:"tg_runs"`
+	DecodeBytes float64   `json:"decode_bytes_per_token"`
+	Bandwidth   float64   `json:"bandwidth_bytes_s"`
+}
+
+func (b *bench) ours(plan, model string, threads, pp, tg int) (*oursJSON, error) {
+	cmd := exec.Command(b.akunu, "bench", plan, "--model", model, "--threads", strconv.Itoa(threads),
+		"-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-r", strconv.Itoa(b.reps), "--json")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, errb.String())
+	}
+	var r oursJSON
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return nil, fmt.Errorf("akunu bench --json: %v", err)
+	}
+	return &r, nil
+}
+
+type peerJSON struct {
+	Engine  string    `json:"engine"`
+	CPU     string    `json:"cpu"`
+	Variant string    `json:"llama_cpu_variant"`
+	PPRuns  []float64 `json:"pp_runs"`
+	TGRuns  []float64 `json:"tg_runs"`
+}
+
+func (b *bench) theirs(model string, threads int) (*peerJSON, error) {
+	cmd := exec.Command(b.peer, "-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(b.pp),
+		"-n", strconv.Itoa(b.tg), "-c", "1", "-r", strconv.Itoa(b.reps))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, errb.String())
+	}
+	var r peerJSON
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		return nil, fmt.Errorf("llamapeer: %v", err)
+	}
+	return &r, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f–%.1f", slices.Min(xs), slices.Max(xs))
+}
+
+func (t *Table) print() {
+	fmt.Printf("CPU: %s; llama.cpp: CPU variant %s (%s); akunu: %s:N\n", t.CPU, t.LlamaVariant, t.LlamaLib, t.Chip)
+	fmt.Printf("each engine in its own process, alternating; tok/s medians of every run [range]; decode also as a share of the measured read bandwidth (%.1f GB/s)\n\n", t.ReadGBs)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "model\tthreads\ttest\takunu tok/s\tllama.cpp tok/s\tratio\tbar\t\tbandwidth akunu / llama.cpp")
+	for _, r := range t.Rows {
+		verdict := "meets"
+		if !r.Meets {
+			verdict = "BELOW"
+		}
+		share := ""
+		if r.AkunuShare > 0 {
+			share = fmt.Sprintf("%.0f%% / %.0f%%", 100*r.AkunuShare, 100*r.LlamaShare)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%.1f [%s]\t%.1f [%s]\t%.2f×\t≥%.1f×\t%s\t%s\n", r.Model, r.Threads, r.Test,
+			r.AkunuMed, spread(r.Akunu), r.LlamaMed, spread(r.Llama), r.Ratio, r.Bar, verdict, share)
+	}
+	w.Flush()
+}
