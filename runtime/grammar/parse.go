@@ -13,7 +13,11 @@ import (
 type Error struct {
 	Line, Col int
 	Msg       string
+	wrap      error // a sentinel the error is an instance of (ErrLeftRecursion)
 }
+
+// Unwrap is the sentinel the error is an instance of, if any.
+func (e *Error) Unwrap() error { return e.wrap }
 
 func (e *Error) Error() string {
 	if e.Line == 0 {
@@ -30,6 +34,7 @@ const (
 	maxNesting    = 256
 	maxRules      = 1 << 16
 	maxSource     = 4 << 20
+	maxElems      = 1 << 20 // elements of all rules, repetitions' copies included
 )
 
 // Parse reads a GBNF grammar whose start rule is "root".
@@ -77,6 +82,7 @@ type parser struct {
 	names []string
 	rules []*Rule
 	refs  []int // the offset of each symbol's first mention
+	elems int   // elements of all rules so far, repetitions' copies included
 }
 
 // errAt is an *Error at byte offset off.
@@ -248,6 +254,7 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 	for p.pos < len(p.src) {
 		start := p.pos
 		c := p.src[p.pos]
+		before := len(seq)
 		switch {
 		case c == '"':
 			p.pos++
@@ -262,6 +269,9 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 				r, err := p.char()
 				if err != nil {
 					return nil, err
+				}
+				if p.elems+len(seq)-before >= maxElems {
+					return nil, p.errAt(start, "the grammar has more than %d elements", maxElems)
 				}
 				seq = append(seq, Elem{Kind: Chars, Ranges: []Range{{r, r}}})
 			}
@@ -376,8 +386,11 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 		default:
 			return seq, nil
 		}
-		if len(seq) > 1<<20 {
-			return nil, p.errAt(start, "a rule longer than %d elements", 1<<20)
+		if c != '*' && c != '+' && c != '?' && c != '{' { // repeat counts its copies
+			p.elems += len(seq) - before
+		}
+		if p.elems > maxElems {
+			return nil, p.errAt(start, "the grammar has more than %d elements", maxElems)
 		}
 	}
 	return seq, nil
@@ -403,6 +416,15 @@ func (p *parser) repeat(seq []Elem, last, nPrev, lo, hi int, base string, owner,
 	if nPrev*total > maxRepetition {
 		return nil, 0, p.errAt(at, "the repetition would make more than %d copies of its item's rules", maxRepetition)
 	}
+	nOpt := hi - lo
+	if hi < 0 {
+		nOpt = 1
+	}
+	copies := max(lo-1, 0) + nOpt
+	p.elems += copies * (len(seq) - last + 1)
+	if p.elems > maxElems {
+		return nil, 0, p.errAt(at, "the repetition would make the grammar more than %d elements", maxElems)
+	}
 	prev := append([]Elem(nil), seq[last:]...)
 	if lo == 0 {
 		seq = seq[:last]
@@ -410,10 +432,6 @@ func (p *parser) repeat(seq []Elem, last, nPrev, lo, hi int, base string, owner,
 		for i := 1; i < lo; i++ {
 			seq = append(seq, prev...)
 		}
-	}
-	nOpt := hi - lo
-	if hi < 0 {
-		nOpt = 1
 	}
 	lastRec := 0
 	for i := 0; i < nOpt; i++ {

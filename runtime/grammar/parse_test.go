@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -36,6 +37,8 @@ func TestParseErrors(t *testing.T) {
 		{`root ::= "\q"`, `1:11: unknown escape \q`},
 		{"root ::= expr\nexpr ::= term \"+\" | \"x\"\nterm ::= expr", `2:1: left recursion: expr -> term -> expr`},
 		{"root ::= a? root \"x\"\na ::= \"y\"", `1:1: left recursion: root -> root`},
+		{"root ::= n root \"x\" | \"y\"\nn ::= e\ne ::= \"\" | \"z\"", `1:1: left recursion: root -> root`},
+		{"root ::= x? root\nx ::= \"x\"", `1:1: left recursion: root -> root`},
 		{`root ::= ("a"`, `1:14: expected ')' to close the group at 1:10, found the end of the grammar`},
 		{`root ::= * "a"`, `1:10: a repetition needs an item before it`},
 		{"root ::= \"a\"\nroot ::= \"b\"", `2:1: rule "root" is defined twice (first at 1:1)`},
@@ -52,6 +55,24 @@ func TestParseErrors(t *testing.T) {
 		if err.Error() != tc.want {
 			t.Errorf("%q:\n got %s\nwant %s", tc.src, err, tc.want)
 		}
+	}
+}
+
+// TestParseLeftRecursionThatReturns: a cycle of tail references through
+// nullable rules returns to the same stack and is accepted, as llama.cpp
+// accepts it; the same cycle with something after the recursion is not.
+func TestParseLeftRecursionThatReturns(t *testing.T) {
+	for _, src := range []string{
+		`root ::= ( [x]* )*`,
+		"root ::= ( a )*\na ::= b\nb ::= [y]*",
+	} {
+		if _, err := Parse(src); err != nil {
+			t.Errorf("%q: %v", src, err)
+		}
+	}
+	_, err := Parse("root ::= ( a \"!\" )*\na ::= b root\nb ::= [y]*")
+	if !errors.Is(err, ErrLeftRecursion) {
+		t.Errorf("a growing cycle through nullable rules: %v, want left recursion", err)
 	}
 }
 

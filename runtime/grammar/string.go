@@ -82,11 +82,15 @@ func writeClass(b *strings.Builder, rs []Range) {
 		b.WriteByte('^')
 		rs = complement(rs)
 	}
-	for _, r := range rs {
-		writeChar(b, r.Lo, `]\-^[`)
+	for i, r := range rs {
+		if i == 0 && r.Lo == '^' { // a leading ^ would negate
+			b.WriteString(`\x5E`)
+		} else {
+			writeChar(b, r.Lo, `]\-[`)
+		}
 		if r.Hi != r.Lo {
 			b.WriteByte('-')
-			writeChar(b, r.Hi, `]\-^[`)
+			writeChar(b, r.Hi, `]\-[`)
 		}
 	}
 	b.WriteByte(']')

@@ -1,0 +1,89 @@
+package grammar
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/akunu-dev/akunu/internal/llamacpp"
+)
+
+// FuzzParse: Parse never panics or hangs on any text, its errors are
+// *Error, and a grammar it returns renders (String) to text that parses
+// back to a grammar rendering the same.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		`root ::= "a" | "b" [c-e]* ("x" | "y"){2,3} .`,
+		"root ::= obj\nobj ::= \"{\" ( ws kv ( \",\" ws kv )* )? \"}\"\nkv ::= [a-z]+ \":\" [0-9]{1,3}\nws ::= [ \\t\\n]*",
+		`root ::= [^"\\] "\x41\u00e9\U0001F600" <[12]> !<[3]> <think> "\""`,
+		"root ::= ( [x]* )*",
+		"root ::= a? root \"x\"\na ::= \"y\"",
+		"root ::= (\n  \"a\" # comment\n  | \"b\"\n)+ \r\n",
+		`root ::= "a"{0,5000}`,
+	} {
+		f.Add(s)
+	}
+	// llama.cpp's grammars, when its source is here (the fuzz target
+	// runs without them too: they only seed the corpus).
+	if dir, err := llamacpp.SourceDir(); err == nil {
+		paths, _ := filepath.Glob(filepath.Join(dir, "grammars", "*.gbnf"))
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(string(b))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		g, err := Parse(src)
+		if err != nil {
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v (%T) is not an *Error", err, err)
+			}
+			if strings.ContainsAny(err.Error(), "\n") && !strings.Contains(src, "\n") {
+				t.Fatalf("error of more than one line: %q", err)
+			}
+			return
+		}
+		s := g.String()
+		g2, err := Parse(s)
+		if err != nil {
+			t.Fatalf("String() of %q does not parse back: %v\n%s", src, err, s)
+		}
+		if s2 := g2.String(); s2 != s {
+			t.Fatalf("String() of %q differs after a round trip:\n%s\n---\n%s", src, s, s2)
+		}
+	})
+}
+
+// TestParseHostile: text built to exhaust the stack, memory or time ends
+// in an error, quickly.
+func TestParseHostile(t *testing.T) {
+	for name, src := range map[string]string{
+		"a million open parentheses":     "root ::= " + strings.Repeat("(", 1_000_000),
+		"nested repetitions":             `root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}`,
+		"a long literal repeated":        `root ::= "` + strings.Repeat("a", 100_000) + `"{1000}`,
+		"repeated repetitions of groups": `root ::= (("a"{1,40}){1,40}){1,40}`,
+		"a huge count":                   `root ::= "a"{99999999999999999999}`,
+		"more than 4 MiB":                "root ::= \"" + strings.Repeat("a", 5<<20) + "\"",
+		"two million characters":         "root ::= \"" + strings.Repeat("a", 2<<20) + "\"",
+		"a short literal repeated":       `root ::= "` + strings.Repeat("a", 1000) + `"{2000}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, err := Parse(src)
+			if err == nil {
+				t.Fatal("parsed")
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if len(err.Error()) > 200 {
+				t.Errorf("error of %d bytes: %.200s", len(err.Error()), err)
+			}
+		})
+	}
+}
