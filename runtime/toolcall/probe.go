@@ -38,12 +38,12 @@ func FormatOf(t *chat.Template) (Format, error) {
 	if t == nil {
 		return None, nil
 	}
-	turn, err := probeTurn(t, true)
+	turn, err := renderTurn(t, probeTools, probeCalls)
 	if err != nil {
 		// Some templates refuse tools they cannot place; the call may
 		// still render without them.
 		var err2 error
-		if turn, err2 = probeTurn(t, false); err2 != nil {
+		if turn, err2 = renderTurn(t, "", probeCalls); err2 != nil {
 			return None, fmt.Errorf("tool format probe: %w", err)
 		}
 	}
@@ -62,15 +62,16 @@ func FormatOf(t *chat.Template) (Format, error) {
 	return None, fmt.Errorf("tool format probe: the call the template renders reads as %v alike; name one with --tool-format", found)
 }
 
-// probeTurn renders the conversation without and with the assistant's call
-// and returns what the call turn added: the text after the longest common
-// prefix (the prompt up to the generation prompt).
-func probeTurn(t *chat.Template, withTools bool) (string, error) {
+// renderTurn renders a conversation without and with an assistant turn
+// making calls (OpenAI's tool_calls JSON), offering tools (JSON, "" for
+// none), and returns what the turn added: the text after the longest
+// common prefix (the prompt up to the generation prompt).
+func renderTurn(t *chat.Template, tools, calls string) (string, error) {
 	user := chat.Message{Role: "user", Content: "What is the weather in Paris?"}
-	asst := chat.Message{Role: "assistant", Fields: map[string]any{"tool_calls": json.RawMessage(probeCalls)}}
+	asst := chat.Message{Role: "assistant", Fields: map[string]any{"tool_calls": json.RawMessage(calls)}}
 	extra := map[string]any{}
-	if withTools {
-		extra["tools"] = json.RawMessage(probeTools)
+	if tools != "" {
+		extra["tools"] = json.RawMessage(tools)
 	}
 	prompt, err := t.Render(chat.Context{Messages: []chat.Message{user}, AddGenerationPrompt: true, Now: probeNow, Extra: extra})
 	if err != nil {

@@ -59,7 +59,7 @@ func TestFormatOfSharedTemplates(t *testing.T) {
 			}
 			// What the template writes for a call is what its model was
 			// trained to write: it streams in every split as it parses whole.
-			turn, err := probeTurn(tmpl, true)
+			turn, err := renderTurn(tmpl, probeTools, probeCalls)
 			if err != nil {
 				t.Fatal(err)
 			}
