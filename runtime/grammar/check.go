@@ -12,6 +12,9 @@ func (g *Grammar) check() error {
 		names := make([]string, len(cycle))
 		for i, id := range cycle {
 			names[i] = g.Rules[g.Rules[id].Of].Name
+			if len(names[i]) > 64 {
+				names[i] = names[i][:64] + "..."
+			}
 			if g.Rules[id].Of != id {
 				names[i] += " (a group or repetition in it)"
 			}
@@ -36,7 +39,7 @@ func (g *Grammar) check() error {
 	}
 	for id, r := range g.Rules {
 		if !seen[id] && r.Of == id && r.Line != 0 {
-			g.Warnings = append(g.Warnings, &Error{Line: r.Line, Col: r.Col, Msg: fmt.Sprintf("rule %q is never used (the start rule %q does not reach it)", r.Name, g.Rules[g.Root].Name)})
+			g.Warnings = append(g.Warnings, &Error{Line: r.Line, Col: r.Col, Msg: fmt.Sprintf("rule %s is never used (the start rule %s does not reach it)", quoteName(r.Name), quoteName(g.Rules[g.Root].Name))})
 		}
 	}
 	return nil

@@ -57,14 +57,14 @@ func ParseRoot(src, root string) (*Grammar, error) {
 		r := p.rules[id]
 		if r == nil {
 			at := p.refs[id]
-			return nil, p.errAt(at, "undefined rule %q%s", name, p.suggest(name))
+			return nil, p.errAt(at, "undefined rule %s%s", quoteName(name), p.suggest(name))
 		}
 		g.Rules[id] = *r
 		g.Rules[id].Name = name
 	}
 	rid, ok := p.ids[root]
 	if !ok || p.rules[rid] == nil {
-		return nil, &Error{Line: 1, Col: 1, Msg: fmt.Sprintf("no rule %q: the grammar starts there%s", root, p.suggest(root))}
+		return nil, &Error{Line: 1, Col: 1, Msg: fmt.Sprintf("no rule %s: the grammar starts there%s", quoteName(root), p.suggest(root))}
 	}
 	g.Root = rid
 	if err := g.check(); err != nil {
@@ -195,12 +195,12 @@ func (p *parser) rule() error {
 	}
 	p.space(false)
 	if !strings.HasPrefix(p.src[p.pos:], "::=") {
-		return p.errAt(p.pos, "expected ::= after rule name %q, found %s", name, p.found(p.pos))
+		return p.errAt(p.pos, "expected ::= after rule name %s, found %s", quoteName(name), p.found(p.pos))
 	}
 	id := p.symbol(name, start)
 	if r := p.rules[id]; r != nil && r.Line != 0 {
 		prev := &Error{Line: r.Line, Col: r.Col}
-		return p.errAt(start, "rule %q is defined twice (first at %d:%d)", name, prev.Line, prev.Col)
+		return p.errAt(start, "rule %s is defined twice (first at %d:%d)", quoteName(name), prev.Line, prev.Col)
 	}
 	p.pos += 3
 	p.space(true)
@@ -220,7 +220,7 @@ func (p *parser) rule() error {
 	case p.src[p.pos] == '\n':
 		p.pos++
 	default:
-		return p.errAt(p.pos, "expected the end of the line after rule %q, found %s", name, p.found(p.pos))
+		return p.errAt(p.pos, "expected the end of the line after rule %s, found %s", quoteName(name), p.found(p.pos))
 	}
 	p.space(true)
 	return nil
@@ -637,9 +637,13 @@ func complement(rs []Range) []Range {
 
 // suggest is " (did you mean x?)" for the defined rule nearest to name.
 func (p *parser) suggest(name string) string {
+	const maxSuggest = 64 // longer names are not typos worth a guess
+	if len(name) > maxSuggest {
+		return ""
+	}
 	best, bd := "", 1<<30
 	for id, n := range p.names {
-		if p.rules[id] == nil || p.rules[id].Line == 0 || n == name {
+		if p.rules[id] == nil || p.rules[id].Line == 0 || n == name || len(n) > maxSuggest {
 			continue
 		}
 		if d := editDistance(name, n); d < bd || d == bd && n < best {
@@ -650,6 +654,15 @@ func (p *parser) suggest(name string) string {
 		return ""
 	}
 	return " (did you mean " + best + "?)"
+}
+
+// quoteName quotes a rule name for a message, cut to a readable length.
+func quoteName(n string) string {
+	const limit = 64
+	if len(n) > limit {
+		return strconv.Quote(n[:limit]) + "..."
+	}
+	return strconv.Quote(n)
 }
 
 func editDistance(a, b string) int {

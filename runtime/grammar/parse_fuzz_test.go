@@ -56,6 +56,9 @@ func FuzzParse(f *testing.F) {
 		if s2 := g2.String(); s2 != s {
 			t.Fatalf("String() of %q differs after a round trip:\n%s\n---\n%s", src, s, s2)
 		}
+		if err := sameGrammar(g, g2); err != nil {
+			t.Fatalf("String() of %q parses to another grammar: %v\n%s", src, err, s)
+		}
 	})
 }
 
@@ -85,5 +88,23 @@ func TestParseHostile(t *testing.T) {
 				t.Errorf("error of %d bytes: %.200s", len(err.Error()), err)
 			}
 		})
+	}
+}
+
+// TestParseHostileSuggestion: the did-you-mean search does not compare
+// long names (edit distance is quadratic in their lengths).
+func TestParseHostileSuggestion(t *testing.T) {
+	long := strings.Repeat("a", 1<<20)
+	src := long + "b ::= \"x\"\nroot ::= " + long + "c " + long + "b"
+	start := time.Now()
+	_, err := Parse(src)
+	if err == nil || !strings.Contains(err.Error(), "undefined rule") {
+		t.Fatalf("got %.100v, want an undefined rule", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if len(err.Error()) > 200 {
+		t.Errorf("error of %d bytes: %.200s", len(err.Error()), err)
 	}
 }

@@ -291,7 +291,84 @@ func roundTrip(t *testing.T, what string, g *Grammar) {
 	if s2 := g2.String(); s2 != s {
 		t.Errorf("%s: String() of the reparse differs:\n%s\n---\n%s", what, s, s2)
 	}
-	if len(g2.Rules) != len(g.Rules) {
-		t.Errorf("%s: %d rules after the round trip, %d before", what, len(g2.Rules), len(g.Rules))
+	if err := sameGrammar(g, g2); err != nil {
+		t.Errorf("%s: the round trip changed the grammar: %v\n%s", what, err, s)
+	}
+}
+
+// sameGrammar reports how a and b differ as grammars, up to the names and
+// numbering of rules: walking both from their roots, each rule of a maps
+// to one of b with the same alternatives of the same elements. Rules the
+// root does not reach are compared by name.
+func sameGrammar(a, b *Grammar) error {
+	if len(a.Rules) != len(b.Rules) {
+		return fmt.Errorf("%d rules, then %d", len(a.Rules), len(b.Rules))
+	}
+	to := map[int]int{}
+	from := map[int]int{}
+	var queue []int
+	pair := func(x, y int) error {
+		if y2, ok := to[x]; ok {
+			if y2 != y {
+				return fmt.Errorf("rule %s maps to both %s and %s", a.Rules[x].Name, b.Rules[y2].Name, b.Rules[y].Name)
+			}
+			return nil
+		}
+		if x2, ok := from[y]; ok {
+			return fmt.Errorf("rules %s and %s both map to %s", a.Rules[x2].Name, a.Rules[x].Name, b.Rules[y].Name)
+		}
+		to[x], from[y] = y, x
+		queue = append(queue, x)
+		return nil
+	}
+	if err := pair(a.Root, b.Root); err != nil {
+		return err
+	}
+	byName := map[string]int{}
+	for id, r := range b.Rules {
+		byName[r.Name] = id
+	}
+	for next := 0; ; next++ {
+		for ; len(queue) > 0; queue = queue[1:] {
+			x := queue[0]
+			y := to[x]
+			ra, rb := a.Rules[x], b.Rules[y]
+			if len(ra.Alts) != len(rb.Alts) {
+				return fmt.Errorf("rule %s: %d alternatives, then %d", ra.Name, len(ra.Alts), len(rb.Alts))
+			}
+			for i := range ra.Alts {
+				if len(ra.Alts[i]) != len(rb.Alts[i]) {
+					return fmt.Errorf("rule %s alternative %d: %d elements, then %d", ra.Name, i, len(ra.Alts[i]), len(rb.Alts[i]))
+				}
+				for j, ea := range ra.Alts[i] {
+					eb := rb.Alts[i][j]
+					if ea.Kind == Ref && eb.Kind == Ref {
+						if err := pair(ea.Rule, eb.Rule); err != nil {
+							return err
+						}
+						continue
+					}
+					if ea.Kind != eb.Kind || ea.Token != eb.Token || ea.Not != eb.Not || ea.Text != eb.Text || !reflect.DeepEqual(ea.Ranges, eb.Ranges) {
+						return fmt.Errorf("rule %s alternative %d element %d: %+v, then %+v", ra.Name, i, j, ea, eb)
+					}
+				}
+			}
+		}
+		for ; next < len(a.Rules); next++ {
+			if _, done := to[next]; !done {
+				break
+			}
+		}
+		if next == len(a.Rules) {
+			return nil
+		}
+		y, ok := byName[a.Rules[next].Name]
+		if !ok {
+			return fmt.Errorf("unreached rule %s is gone", a.Rules[next].Name)
+		}
+		if err := pair(next, y); err != nil {
+			return err
+		}
+		next--
 	}
 }

@@ -24,6 +24,9 @@ func TestParseRoundTrip(t *testing.T) {
 		if s2 := g2.String(); s2 != s {
 			t.Errorf("round trip differs:\n%s\n---\n%s", s, s2)
 		}
+		if err := sameGrammar(g, g2); err != nil {
+			t.Errorf("round trip of %q: %v", src, err)
+		}
 	}
 }
 
@@ -83,5 +86,33 @@ func TestUnreachableWarns(t *testing.T) {
 	}
 	if len(g.Warnings) != 1 || g.Warnings[0].Error() != `2:1: rule "extra" is never used (the start rule "root" does not reach it)` {
 		t.Fatalf("warnings: %v", g.Warnings)
+	}
+}
+
+// TestSameGrammar: the round trip's equality tells grammars apart and
+// ignores only names and numbering.
+func TestSameGrammar(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"root ::= x y\nx ::= \"a\"\ny ::= [b-c]", "root ::= p q\nq ::= [b-c]\np ::= \"a\"", true},
+		{"root ::= x y\nx ::= \"a\"\ny ::= [b-c]", "root ::= p q\nq ::= [b-d]\np ::= \"a\"", false},
+		{"root ::= x x\nx ::= \"a\"", "root ::= x y\nx ::= \"a\"\ny ::= \"a\"", false},
+		{`root ::= "a" | "b"`, `root ::= "b" | "a"`, false},
+		{`root ::= "a"*`, `root ::= "a"+`, false},
+		{`root ::= <[1]>`, `root ::= !<[1]>`, false},
+	} {
+		a, err := Parse(tc.a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := Parse(tc.b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameGrammar(a, b); (err == nil) != tc.same {
+			t.Errorf("%q vs %q: same=%v, got %v", tc.a, tc.b, tc.same, err)
+		}
 	}
 }
