@@ -62,6 +62,22 @@ func Tools(raw []byte) ([]Tool, error) {
 // ignores it and gives the call an id of its own). The text is the template's own rendering of a call, byte for byte, so
 // that a constrained model writes what it was trained on.
 func Grammar(f Format, tools []Tool, name string) (string, error) {
+	return GrammarWith(f, tools, name, GrammarOptions{})
+}
+
+// GrammarOptions shape a tool-call grammar.
+type GrammarOptions struct {
+	// TagToken, when set, gives the id of the one token whose text is a
+	// tag ("<tool_call>", "</tool_call>", "[TOOL_CALLS]"), if the
+	// vocabulary has one: the grammar then asks for that token (<[id]>),
+	// as the model was trained to write it, rather than for its text
+	// spelled in other tokens (a control token, such as Mistral's, has no
+	// text a mask could match at all).
+	TagToken func(text string) (id int32, ok bool)
+}
+
+// GrammarWith is Grammar with options.
+func GrammarWith(f Format, tools []Tool, name string, o GrammarOptions) (string, error) {
 	if f == None {
 		return "", fmt.Errorf("tool_choice: the model's chat template declares no tool-call format (set one with --tool-format)")
 	}
@@ -95,11 +111,11 @@ func Grammar(f Format, tools []Tool, name string) (string, error) {
 	switch f {
 	case Hermes:
 		b.WriteString(`root ::= call ("\n" call)*` + "\n")
-		b.WriteString(`call ::= "<tool_call>\n{\"name\": " fn "}\n</tool_call>"` + "\n")
+		fmt.Fprintf(&b, "call ::= %s %s fn %s %s\n", o.tag(f.openTag()), gbnfLiteral("\n{\"name\": "), gbnfLiteral("}\n"), o.tag(hermesClose))
 	case Llama3:
 		b.WriteString(`root ::= "{\"name\": " fn "}"` + "\n")
 	case Mistral:
-		b.WriteString(`root ::= "[TOOL_CALLS][" call (", " call)* "]"` + "\n")
+		fmt.Fprintf(&b, "root ::= %s \"[\" call (\", \" call)* \"]\"\n", o.tag(f.openTag()))
 		// The template writes each call's id after its function, and
 		// the model was trained to write one.
 		b.WriteString(`call ::= "{\"name\": " fn ", \"id\": \"" [a-zA-Z0-9]{9} "\"}"` + "\n")
@@ -143,6 +159,16 @@ func argsGrammar(t Tool, prefix string) (string, error) {
 		g.Rules[i].Name = prefix + g.Rules[i].Name
 	}
 	return g.String(), nil
+}
+
+// tag is GBNF for a tag: its token, or its text.
+func (o GrammarOptions) tag(text string) string {
+	if o.TagToken != nil {
+		if id, ok := o.TagToken(text); ok && id >= 0 {
+			return fmt.Sprintf("<[%d]>", id)
+		}
+	}
+	return gbnfLiteral(text)
 }
 
 // gbnfLiteral is GBNF for the exact text s.

@@ -252,3 +252,27 @@ func TestGrammarErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestGrammarTagTokens(t *testing.T) {
+	tools := []Tool{{Name: "f"}}
+	ids := map[string]int32{"<tool_call>": 151657, "</tool_call>": 151658, "[TOOL_CALLS]": 5}
+	o := GrammarOptions{TagToken: func(s string) (int32, bool) { id, ok := ids[s]; return id, ok }}
+	for f, want := range map[Format][]string{Hermes: {"<[151657]>", "<[151658]>"}, Mistral: {"<[5]>"}} {
+		src, err := GrammarWith(f, tools, "", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !strings.Contains(src, w) {
+				t.Errorf("%v: no %s in\n%s", f, w, src)
+			}
+		}
+		if strings.Contains(src, "TOOL_CALLS") || strings.Contains(src, "tool_call>") {
+			t.Errorf("%v: a tag is spelled out although it has a token:\n%s", f, src)
+		}
+		plain, err := Grammar(f, tools, "")
+		if err != nil || strings.Contains(plain, "<[") {
+			t.Errorf("%v without tokens: %v\n%s", f, err, plain)
+		}
+	}
+}
