@@ -581,9 +581,9 @@ func (p *parser) token() (Elem, error) {
 	}
 	body := p.src[p.pos+1 : p.pos+end]
 	p.pos += end + 1
-	if strings.HasPrefix(body, "[") && strings.HasSuffix(body, "]") {
-		n, err := strconv.ParseUint(body[1:len(body)-1], 10, 31)
-		if err != nil {
+	if strings.HasPrefix(body, "[") {
+		n, err := strconv.ParseUint(strings.TrimSuffix(body[1:], "]"), 10, 31)
+		if err != nil || !strings.HasSuffix(body, "]") {
 			return Elem{}, p.errAt(start, "token <%s>: expected a token id in <[...]>", body)
 		}
 		e.Token = int32(n)

@@ -47,6 +47,12 @@ func TestParseErrors(t *testing.T) {
 		{"root ::= \"a\"\nroot ::= \"b\"", `2:1: rule "root" is defined twice (first at 1:1)`},
 		{`root := "a"`, `1:6: expected ::= after rule name "root", found ':'`},
 		{`root ::= [z-a]`, `1:13: range 'z'-'a' runs backwards`},
+		{`root ::= <[12]x>`, `1:10: token <[12]x>: expected a token id in <[...]>`},
+		{`root ::= !"a"`, `1:11: expected '<' of a token after '!', found '"'`},
+		{`root ::= "a" @`, `1:14: expected the end of the line after rule "root", found '@'`},
+		{`root ::= "\x4"`, `1:11: \x needs 2 hex digits, found "4\""`},
+		{`root ::= "a"{,3}`, `1:14: expected a number, found ','`},
+		{"root ::= \"a\"\n  | \"b\"", `2:3: expected a rule name, found '|'`},
 		{`root ::= "a"{3000}`, `1:13: repetition {3000,...}: more than 2000 repetitions`},
 		{`root ::= ` + strings.Repeat("(", 300) + `"a"` + strings.Repeat(")", 300), `1:266: groups nested more than 256 deep`},
 	} {
