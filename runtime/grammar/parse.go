@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -83,20 +84,30 @@ type parser struct {
 	rules []*Rule
 	refs  []int // the offset of each symbol's first mention
 	elems int   // elements of all rules so far, repetitions' copies included
+	lines []int // offsets of the lines' starts (where)
 }
 
 // errAt is an *Error at byte offset off.
 func (p *parser) errAt(off int, format string, args ...any) *Error {
+	line, col := p.where(off)
+	return &Error{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+}
+
+// where is the 1-based line and column (in characters) of byte offset
+// off, from an index of line starts built on first use, so that placing
+// every rule costs time linear in the source.
+func (p *parser) where(off int) (line, col int) {
 	off = min(max(off, 0), len(p.src))
-	line, col := 1, 1
-	for _, r := range p.src[:off] {
-		if r == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
+	if p.lines == nil {
+		p.lines = []int{0}
+		for i := 0; i < len(p.src); i++ {
+			if p.src[i] == '\n' {
+				p.lines = append(p.lines, i+1)
+			}
 		}
 	}
-	return &Error{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)}
+	i := sort.SearchInts(p.lines, off+1) - 1 // the last line start <= off
+	return i + 1, utf8.RuneCountInString(p.src[p.lines[i]:off]) + 1
 }
 
 func (p *parser) peek(k int) byte {

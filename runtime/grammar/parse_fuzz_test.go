@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +107,28 @@ func TestParseHostileSuggestion(t *testing.T) {
 	}
 	if len(err.Error()) > 200 {
 		t.Errorf("error of %d bytes: %.200s", len(err.Error()), err)
+	}
+}
+
+// TestParseManyRules: a grammar of many rules parses in time linear in
+// its size (placing each rule once cost a scan from the start).
+func TestParseManyRules(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("root ::= r0\n")
+	const n = 20000
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "r%d ::= r%d \"%s\" | \"x\"\n", i, i+1, strings.Repeat("y", 10))
+	}
+	fmt.Fprintf(&b, "r%d ::= \"z\"\n", n)
+	start := time.Now()
+	g, err := Parse(b.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := g.Rules[len(g.Rules)-1]; r.Line != n+2 || r.Col != 1 {
+		t.Errorf("last rule at %d:%d, want %d:1", r.Line, r.Col, n+2)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("%d rules took %v", n, d)
 	}
 }
