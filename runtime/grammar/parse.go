@@ -321,7 +321,7 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 			r := &Rule{Of: owner}
 			p.rules[sub] = r
 			p.depth++
-			err := p.alternates(base, sub, r, true)
+			err := p.alternates(base, owner, r, true)
 			p.depth--
 			if err != nil {
 				return nil, err

@@ -122,3 +122,25 @@ func TestSameGrammar(t *testing.T) {
 		}
 	}
 }
+
+// TestParseGeneratedRulesOf: every generated rule, however deeply nested,
+// names the written rule it came from; written rules name themselves.
+func TestParseGeneratedRulesOf(t *testing.T) {
+	g, err := Parse("root ::= x ((\"a\" | [b-c]+)* \"d\"{2,4})?\nx ::= (\"y\")+")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range g.Rules {
+		of := g.Rules[r.Of].Name
+		if r.Name == "root" || r.Name == "x" {
+			if r.Of != id {
+				t.Errorf("written rule %s: Of = %s", r.Name, of)
+			}
+			continue
+		}
+		base := r.Name[:strings.IndexByte(r.Name, '_')]
+		if of != base || g.Rules[r.Of].Line == 0 {
+			t.Errorf("generated rule %s: Of = %s, want %s", r.Name, of, base)
+		}
+	}
+}
