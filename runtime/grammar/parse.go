@@ -45,6 +45,19 @@ func Parse(src string) (*Grammar, error) { return ParseRoot(src, "root") }
 // root. Rules are numbered as llama.cpp numbers them (in order of first
 // mention, generated rules named after the rule they occur in), so that
 // rule ids match its parser's.
+//
+// It accepts what llama.cpp accepts, except, deliberately:
+//   - a rule defined twice is an error (llama.cpp keeps the last);
+//   - an escape beyond U+10FFFF is an error;
+//   - a grammar of more than 4 MiB, 65536 rules, 1<<20 elements
+//     (repetitions' copies included) or groups nested 256 deep is an
+//     error, so hostile text costs bounded time and memory;
+//   - left recursion through a rule that derives the empty string only
+//     indirectly is an error too, unless every step of the cycle is a
+//     reference last in its alternative (such a cycle returns to the same
+//     parse stack: llama.cpp's "( [x]* )*");
+//   - <text> tokens are kept as text (Elem.Text), for a vocabulary to
+//     resolve, where llama.cpp tokenizes them while parsing.
 func ParseRoot(src, root string) (*Grammar, error) {
 	if len(src) > maxSource {
 		return nil, &Error{Msg: fmt.Sprintf("grammar: %d bytes is more than the %d a grammar may hold", len(src), maxSource)}
