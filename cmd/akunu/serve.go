@@ -47,6 +47,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	budget := fs.String("memory-budget", "0", "bytes the loaded models may hold (K, M, G suffixes; 0: no bound): the least recently used idle model is unloaded to fit another")
 	tmplName := fs.String("template", "", "a built-in chat template (chatml, llama3, gemma) for models whose file has none")
 	tmplFile := fs.String("chat-template-file", "", "a chat template (Jinja) for every model, instead of their own")
+	toolFormat := fs.String("tool-format", "", "how every model writes tool calls: hermes, llama3, mistral or none (default: what its chat template renders)")
 	drain := fs.Duration("drain", 30*time.Second, "on SIGTERM, how long the requests in flight may take to finish")
 	prefill := fs.Int("prefill-rows", 0, "prompt rows one batched step feeds at most (0: the plan's prefill chunk)")
 	busyPrefill := fs.Int("prefill-rows-busy", 64, "prompt rows a step feeds while other requests generate: a long prompt delays their next token by this chunk")
@@ -109,7 +110,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	if *spf.mode != "" { // every plan served
 		spec = map[string]server.Spec{"": {Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}}
 	}
-	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc,
+	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc, ToolFormat: *toolFormat,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
 		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx) }, Log: ctx.Stderr})
 	if err != nil {

@@ -33,6 +33,10 @@ type Config struct {
 	// TemplateSource, when set, is a chat template (Jinja source) used for
 	// every model instead of its own (llama.cpp's --chat-template-file).
 	TemplateSource string
+	// ToolFormat is every model's tool-call format (hermes, llama3,
+	// mistral, none); empty: each model's chat template declares its own
+	// (toolcall.FormatOf, docs/adr/0016-tool-calls.md).
+	ToolFormat string
 	// APIKeys, when any, are the keys a request must bear
 	// (Authorization: Bearer KEY); /health needs none.
 	APIKeys []string

@@ -15,6 +15,7 @@ import (
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/runtime/chat"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
+	"github.com/akunu-dev/akunu/runtime/toolcall"
 )
 
 // entry is one servable model: its plan (read at start), and its engine
@@ -24,8 +25,9 @@ type entry struct {
 	path    string // the plan
 	model   string // the GGUF file
 	plan    *plans.Plan
-	tmpl    *chat.Template // nil: no chat template
-	tmplErr error          // why there is none
+	tmpl    *chat.Template  // nil: no chat template
+	tmplErr error           // why there is none
+	tools   toolcall.Format // how the model writes tool calls (ADR 0016)
 	tok     *tokenizer.Tokenizer
 	ctx     int   // a request's context
 	memory  int64 // bytes loaded (estimate: every buffer, KV per slot)
@@ -94,6 +96,14 @@ func newRegistry(cfg Config, met *metrics, logf func(string, ...any)) (*registry
 			}
 		} else {
 			e.tmpl, e.tmplErr = chat.Select(p.Model.Tokenizer.ChatTemplate, cfg.Template)
+		}
+		// Derived from the template in use (a --template or
+		// --chat-template-file may replace the plan's), once per model.
+		if e.tools, err = toolcall.FormatFor(e.tmpl, cfg.ToolFormat); err != nil {
+			if cfg.ToolFormat != "" {
+				return nil, fmt.Errorf("server: --tool-format: %w", err)
+			}
+			logf("server: %s: %v (its output is all content)", path, err)
 		}
 		e.memory = memoryOf(p, cfg.Parallel)
 		if cfg.MemoryBudget > 0 && e.memory > cfg.MemoryBudget {
