@@ -205,7 +205,7 @@ func (p *parser) parse() error {
 			return err
 		}
 		if len(p.names) > maxRules {
-			return p.errAt(p.pos, "more than %d rules", maxRules)
+			return p.errAt(p.pos, "the grammar has more than %d rules", maxRules)
 		}
 	}
 	return nil
@@ -415,6 +415,9 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 		}
 		if p.elems > maxElems {
 			return nil, p.errAt(start, "the grammar has more than %d elements", maxElems)
+		}
+		if len(p.names) > maxRules {
+			return nil, p.errAt(start, "the grammar has more than %d rules", maxRules)
 		}
 	}
 	return seq, nil

@@ -67,14 +67,15 @@ func FuzzParse(f *testing.F) {
 // in an error, quickly.
 func TestParseHostile(t *testing.T) {
 	for name, src := range map[string]string{
-		"a million open parentheses":     "root ::= " + strings.Repeat("(", 1_000_000),
-		"nested repetitions":             `root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}`,
-		"a long literal repeated":        `root ::= "` + strings.Repeat("a", 100_000) + `"{1000}`,
-		"repeated repetitions of groups": `root ::= (("a"{1,40}){1,40}){1,40}`,
-		"a huge count":                   `root ::= "a"{99999999999999999999}`,
-		"more than 4 MiB":                "root ::= \"" + strings.Repeat("a", 5<<20) + "\"",
-		"two million characters":         "root ::= \"" + strings.Repeat("a", 2<<20) + "\"",
-		"a short literal repeated":       `root ::= "` + strings.Repeat("a", 1000) + `"{2000}`,
+		"a million open parentheses":       "root ::= " + strings.Repeat("(", 1_000_000),
+		"nested repetitions":               `root ::= (((((([^x]*){0,99}){0,99}){0,99}){0,99}){0,99}){0,99}`,
+		"a long literal repeated":          `root ::= "` + strings.Repeat("a", 100_000) + `"{1000}`,
+		"repeated repetitions of groups":   `root ::= (("a"{1,40}){1,40}){1,40}`,
+		"a huge count":                     `root ::= "a"{99999999999999999999}`,
+		"more than 4 MiB":                  "root ::= \"" + strings.Repeat("a", 5<<20) + "\"",
+		"two million characters":           "root ::= \"" + strings.Repeat("a", 2<<20) + "\"",
+		"a rule of half a million options": "root ::= " + strings.Repeat(`"a"? `, 500_000),
+		"a short literal repeated":         `root ::= "` + strings.Repeat("a", 1000) + `"{2000}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
