@@ -34,7 +34,7 @@ func Tools(raw []byte) ([]Tool, error) {
 		} `json:"function"`
 	}
 	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, fmt.Errorf("tools: expected an array of tool objects: %v", err)
+		return nil, fmt.Errorf("tools: expected an array of tool objects")
 	}
 	if len(list) > maxTools {
 		return nil, fmt.Errorf("tools: %d tools, more than %d", len(list), maxTools)
