@@ -466,6 +466,8 @@ func cppFold(toks []cppTok, vars map[string]cppVal) cppVal {
 			v.HasToken = true
 			i += 3
 			needOperand = false
+		case t.Kind == cppIdent && (t.Text == "std" || t.Text == "string") || t.Kind == cppPunct && (t.Text == "::" || t.Text == "(" || t.Text == ")"):
+			// std::string("...") around a literal
 		case t.Kind == cppIdent && vars != nil && needOperand:
 			w, ok := vars[t.Text]
 			if !ok {
@@ -474,8 +476,6 @@ func cppFold(toks []cppTok, vars map[string]cppVal) cppVal {
 			b.WriteString(w.Str)
 			v.HasToken = v.HasToken || w.HasToken
 			needOperand = false
-		case t.Kind == cppIdent && (t.Text == "std" || t.Text == "string") || t.Kind == cppPunct && (t.Text == "::" || t.Text == "(" || t.Text == ")"):
-			// std::string("...") around a literal
 		default:
 			return v
 		}
