@@ -70,7 +70,7 @@ func (m *Model) GrammarVocab() *grammar.Vocab {
 // NewConstraint starts a constraint at the start of x's grammar (one per
 // generation: it holds the generation's place in the grammar).
 func NewConstraint(x *grammar.Index) *Constraint {
-	mt := grammar.NewMatcher(x)
+	mt := x.Matcher()
 	return &Constraint{mt: mt, mask: make([]uint32, x.Words())}
 }
 

@@ -33,7 +33,7 @@ func maskTimes(b testing.TB) (times []time.Duration, hits int) {
 	toks := tk.Tokenize(benchDoc, false, false)
 	m := mustMachine(b, benchSchemaGBNF)
 	x := NewIndex(m, voc)
-	c := NewMatcher(x)
+	c := x.Matcher()
 	mask := make([]uint32, voc.Words())
 	for _, tok := range toks {
 		_, hit := x.masks[c.State()]

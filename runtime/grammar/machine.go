@@ -25,6 +25,7 @@ type Machine struct {
 	frames  []frame // interned stack frames; 0 is the empty stack
 	frameID map[frame]int32
 	expand  map[frame][]int32 // memo: a frame position expanded to stacks
+	seen    map[frame]bool    // places one expansion has visited
 
 	states  []mstate
 	stateID map[string]int32
@@ -32,6 +33,9 @@ type Machine struct {
 	key     []byte // scratch for state keys
 	scratch []int32
 	err     error
+
+	indexes []*Index // NewMatcher's, by vocabulary
+	minLen  []int32  // per rule: its shortest sentence's length (Sample)
 }
 
 type melemKind uint8
@@ -187,6 +191,7 @@ func Compile(g *Grammar) (*Machine, error) {
 		}
 		m.alts = append(m.alts, starts)
 	}
+	m.computeMinLen()
 	if len(texts) > 0 {
 		return nil, fmt.Errorf("grammar: token %s is written by its text; write it by id (<[id]>)", texts[0])
 	}
@@ -379,6 +384,10 @@ func (m *Machine) expandAt(pos, parent int32) ([]int32, error) {
 	if r, ok := m.expand[f]; ok {
 		return r, nil
 	}
+	if m.seen == nil {
+		m.seen = map[frame]bool{}
+	}
+	clear(m.seen)
 	out, err := m.expandWalk(pos, parent, 0, nil)
 	if err != nil {
 		return nil, err
@@ -405,6 +414,12 @@ func (m *Machine) expandWalk(pos, parent int32, depth int, out []int32) ([]int32
 	if depth > 4096 {
 		return nil, fmt.Errorf("%w: rules nest more than 4096 deep without reading anything (left recursion?)", ErrTooComplex)
 	}
+	// A place met again in the same expansion adds nothing new: without
+	// this, nullable cycles ('( [x]* )*') would expand forever.
+	if m.seen[frame{pos, parent}] {
+		return out, nil
+	}
+	m.seen[frame{pos, parent}] = true
 	e := m.elems[pos]
 	switch e.kind {
 	case mEnd:
