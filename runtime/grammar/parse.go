@@ -396,13 +396,13 @@ func (p *parser) sequence(base string, owner int, nested bool) ([]Elem, error) {
 			}
 			p.space(nested)
 			if lo > maxRepetition {
-				return nil, p.errAt(start, "repetition {%d,...}: more than %d repetitions", lo, maxRepetition)
+				return nil, p.errAt(start, "repetition %.40s: more than %d repetitions", strings.Join(strings.Fields(p.src[start:p.pos]), ""), maxRepetition)
 			}
 			if hi > maxRepetition {
 				hi = -1 // llama.cpp reads a huge bound as none
 			}
 			if hi >= 0 && hi < lo {
-				return nil, p.errAt(start, "repetition {%d,%d}: the maximum is below the minimum", lo, hi)
+				return nil, p.errAt(start, "repetition %.40s: the maximum is below the minimum", strings.Join(strings.Fields(p.src[start:p.pos]), ""))
 			}
 			if seq, nPrev, err = p.repeat(seq, last, nPrev, lo, hi, base, owner, start); err != nil {
 				return nil, err
@@ -488,11 +488,13 @@ func (p *parser) int() (int, error) {
 	if p.pos == start {
 		return 0, p.errAt(start, "expected a number, found %s", p.found(start))
 	}
-	n, err := strconv.Atoi(p.src[start:p.pos])
-	if err != nil || n > 1<<30 {
-		return 0, p.errAt(start, "repetition count %s is too large", p.src[start:p.pos])
+	n, err := strconv.ParseUint(p.src[start:p.pos], 10, 64)
+	if err != nil { // llama.cpp's stoull refuses it too
+		return 0, p.errAt(start, "repetition count %.20s is too large", p.src[start:p.pos])
 	}
-	return n, nil
+	// Any count above the bound means the same (too many, or no maximum):
+	// clamp it so that it fits an int.
+	return int(min(n, maxRepetition+1)), nil
 }
 
 // char reads one character of a literal or class: an escape or a UTF-8

@@ -83,7 +83,7 @@ func TestParseHostile(t *testing.T) {
 			if err == nil {
 				t.Fatal("parsed")
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			if d := time.Since(start); d > 10*time.Second { // a hang, not a slow machine
 				t.Errorf("took %v", d)
 			}
 			if len(err.Error()) > 200 {
@@ -103,7 +103,7 @@ func TestParseHostileSuggestion(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "undefined rule") {
 		t.Fatalf("got %.100v, want an undefined rule", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("took %v", d)
 	}
 	if len(err.Error()) > 200 {
@@ -116,7 +116,7 @@ func TestParseHostileSuggestion(t *testing.T) {
 func TestParseManyRules(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("root ::= r0\n")
-	const n = 20000
+	const n = 30000
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&b, "r%d ::= r%d \"%s\" | \"x\"\n", i, i+1, strings.Repeat("y", 10))
 	}
@@ -129,7 +129,7 @@ func TestParseManyRules(t *testing.T) {
 	if r := g.Rules[len(g.Rules)-1]; r.Line != n+2 || r.Col != 1 {
 		t.Errorf("last rule at %d:%d, want %d:1", r.Line, r.Col, n+2)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 8*time.Second { // quadratic: ~25 s; linear: ~0.1 s
 		t.Errorf("%d rules took %v", n, d)
 	}
 }

@@ -53,7 +53,8 @@ func TestParseErrors(t *testing.T) {
 		{`root ::= "\x4"`, `1:11: \x needs 2 hex digits, found "4\""`},
 		{`root ::= "a"{,3}`, `1:14: expected a number, found ','`},
 		{"root ::= \"a\"\n  | \"b\"", `2:3: expected a rule name, found '|'`},
-		{`root ::= "a"{3000}`, `1:13: repetition {3000,...}: more than 2000 repetitions`},
+		{`root ::= "a"{3000}`, `1:13: repetition {3000}: more than 2000 repetitions`},
+		{`root ::= "a"{ 3000 , }`, `1:13: repetition {3000,}: more than 2000 repetitions`},
 		{`root ::= ` + strings.Repeat("(", 300) + `"a"` + strings.Repeat(")", 300), `1:266: groups nested more than 256 deep`},
 	} {
 		_, err := Parse(tc.src)
@@ -82,6 +83,26 @@ func TestParseLeftRecursionThatReturns(t *testing.T) {
 	_, err := Parse("root ::= ( a \"!\" )*\na ::= b root\nb ::= [y]*")
 	if !errors.Is(err, ErrLeftRecursion) {
 		t.Errorf("a growing cycle through nullable rules: %v, want left recursion", err)
+	}
+}
+
+// TestParseLargeMaximum: a maximum above 2000 means none, as in
+// llama.cpp, however large; a minimum above 2000 is an error.
+func TestParseLargeMaximum(t *testing.T) {
+	for _, src := range []string{`root ::= "a"{1,2001}`, `root ::= "a"{1,18446744073709551615}`} {
+		g, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%q: %v", src, err)
+		}
+		// root ::= "a" root_1; root_1 ::= "a" root_1 |
+		if len(g.Rules) != 2 || len(g.Rules[1].Alts) != 2 || len(g.Rules[1].Alts[0]) != 2 || g.Rules[1].Alts[0][1].Rule != 1 {
+			t.Errorf("%q:\n%s", src, g)
+		}
+	}
+	for _, src := range []string{`root ::= "a"{2001,}`, `root ::= "a"{18446744073709551616,}`} {
+		if _, err := Parse(src); err == nil {
+			t.Errorf("%q parsed", src)
+		}
 	}
 }
 
