@@ -299,7 +299,7 @@ func roundTrip(t *testing.T, what string, g *Grammar) {
 // sameGrammar reports how a and b differ as grammars, up to the names and
 // numbering of rules: walking both from their roots, each rule of a maps
 // to one of b with the same alternatives of the same elements. Rules the
-// root does not reach are compared by name.
+// root does not reach are paired by the names String gives them.
 func sameGrammar(a, b *Grammar) error {
 	if len(a.Rules) != len(b.Rules) {
 		return fmt.Errorf("%d rules, then %d", len(a.Rules), len(b.Rules))
@@ -324,10 +324,12 @@ func sameGrammar(a, b *Grammar) error {
 	if err := pair(a.Root, b.Root); err != nil {
 		return err
 	}
+	// Unreached rules pair by the names String gives them.
 	byName := map[string]int{}
-	for id, r := range b.Rules {
-		byName[r.Name] = id
+	for id, n := range b.printNames() {
+		byName[n] = id
 	}
+	aNames := a.printNames()
 	for next := 0; ; next++ {
 		for ; len(queue) > 0; queue = queue[1:] {
 			x := queue[0]
@@ -362,9 +364,9 @@ func sameGrammar(a, b *Grammar) error {
 		if next == len(a.Rules) {
 			return nil
 		}
-		y, ok := byName[a.Rules[next].Name]
+		y, ok := byName[aNames[next]]
 		if !ok {
-			return fmt.Errorf("unreached rule %s is gone", a.Rules[next].Name)
+			return fmt.Errorf("unreached rule %s is gone", aNames[next])
 		}
 		if err := pair(next, y); err != nil {
 			return err
