@@ -67,6 +67,18 @@ func (m *Model) GrammarVocab() *grammar.Vocab {
 	return m.grammarVocab
 }
 
+// Constrain is GrammarIndex and NewConstraint in one call, for a grammar
+// used once (a CLI run). A server that sees the same grammar again keeps
+// the Index and makes a Constraint per request, so that its requests
+// share the cache of masks.
+func (m *Model) Constrain(g *grammar.Grammar) (*Constraint, error) {
+	x, err := m.GrammarIndex(g)
+	if err != nil {
+		return nil, err
+	}
+	return NewConstraint(x), nil
+}
+
 // NewConstraint starts a constraint at the start of x's grammar (one per
 // generation: it holds the generation's place in the grammar).
 func NewConstraint(x *grammar.Index) *Constraint {

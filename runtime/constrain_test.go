@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/akunu-dev/akunu/runtime/grammar"
@@ -75,4 +76,104 @@ func mustParse(t *testing.T, src string) *grammar.Grammar {
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestConstraintOnEveryPath: under a grammar, a generation gives the same
+// tokens alone, in a Batcher beside unconstrained ones, and speculating
+// (drafts verified row by row, each row masked by the grammar's state
+// after the rows before it), greedy and sampled; and the output is in the
+// language on each.
+func TestConstraintOnEveryPath(t *testing.T) {
+	m := storiesModel(t)
+	// Lowercase words and spaces: the copying prompt's continuation fits
+	// it, so the n-gram drafter's drafts are accepted, and its capitals
+	// and periods do not, so the mask changes what the model would say.
+	src := `root ::= [a-z]+ (" " [a-z]+){4,30} "\n"`
+	g := mustParse(t, src)
+	x, err := m.GrammarIndex(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := grammar.Compile(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Tokenizer.Tokenize(copyPrompt, true, false)
+	accepted := 0
+	for _, smp := range []Sampling{{}, {Temperature: 0.8, TopK: 40, Seed: 5}} {
+		opts := func() GenerateOptions {
+			return GenerateOptions{MaxTokens: 60, Sampling: smp, Processors: []Processor{NewConstraint(x)}}
+		}
+		// Whole when it ended, a sentence's prefix when the limit cut it.
+		inLanguage := func(r *Result) bool {
+			if r.Stop == StopLimit {
+				return mc.Advance(mc.Start(), r.Text) >= 0
+			}
+			return r.Stop == StopEOS && mc.Accepts(r.Text)
+		}
+		alone := genNew(t, m, p, opts())
+		if !inLanguage(alone) {
+			t.Fatalf("%+v: %q (%s) is not in the language", smp, alone.Text, alone.Stop)
+		}
+		t.Logf("%+v: %q (%s)", smp, alone.Text, alone.Stop)
+		// In a Batcher, beside an unconstrained generation.
+		b := m.NewBatcher()
+		gc, err := b.Add(bg, sess(t, m), p, opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 30}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Run(bg); err != nil {
+			t.Fatal(err)
+		}
+		if got := gc.Result(); !slices.Equal(got.Tokens, alone.Tokens) || gc.Err() != nil {
+			t.Fatalf("%+v: batched %q (%v)\nalone %q", smp, got.Text, gc.Err(), alone.Text)
+		}
+		// Speculating, with drafts always and adaptively.
+		for _, fixed := range []bool{true, false} {
+			got := genNew(t, m, p, specOpts(opts(), &NGram{}, fixed))
+			accepted += got.Spec.Accepted
+			if smp.Greedy() && !slices.Equal(got.Tokens, alone.Tokens) {
+				t.Fatalf("greedy, speculative (fixed %v) %q\nalone %q", fixed, got.Text, alone.Text)
+			}
+			if !inLanguage(got) {
+				t.Fatalf("%+v speculative: %q is not in the language", smp, got.Text)
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("no draft was accepted: verification under a grammar was not exercised")
+	}
+}
+
+// TestConstraintStepAllocs: a constrained step whose mask is cached and
+// whose transitions are known allocates nothing.
+func TestConstraintStepAllocs(t *testing.T) {
+	m := storiesModel(t)
+	_, x := constraintFor(t, m, `root ::= ("ab" | "a" | "b" | " ")*`)
+	toks := m.Tokenizer.Tokenize(" a b ab ba a b", false, false)
+	logits := make([]float32, m.vocab)
+	warm := NewConstraint(x)
+	for _, tok := range toks {
+		warm.Process(logits, nil)
+		warm.Accept(tok)
+	}
+	if warm.Err() != nil {
+		t.Fatal(warm.Err())
+	}
+	c := NewConstraint(x)
+	i := 0
+	allocs := testing.AllocsPerRun(len(toks)-1, func() {
+		c.Process(logits, nil)
+		c.Accept(toks[i])
+		i++
+	})
+	if c.Err() != nil {
+		t.Fatal(c.Err())
+	}
+	if allocs != 0 {
+		t.Fatalf("a constrained step allocates %.1f times", allocs)
+	}
 }
