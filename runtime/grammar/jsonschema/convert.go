@@ -89,30 +89,33 @@ func JSONObject() string {
 }
 
 // The shared rules, in llama.cpp's shapes: space allows nothing, a
-// space, or a line break and an indent, so output stays compact.
+// space, or a line break and an indent, so output stays compact. As in
+// llama.cpp, space follows an opening bracket, a comma and a colon (and a
+// declared key) and precedes a closing bracket; a value carries none, so
+// a document ends with its last byte.
 var primitives = map[string]struct {
 	body string
 	deps []string
 }{
 	"space":            {`| " " | "\n"{1,2} [ \t]{0,20}`, nil},
-	"boolean":          {`("true" | "false") space`, []string{"space"}},
-	"null":             {`"null" space`, []string{"space"}},
+	"boolean":          {`("true" | "false")`, nil},
+	"null":             {`"null"`, nil},
 	"char":             {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
-	"string":           {`"\"" char* "\"" space`, []string{"char", "space"}},
+	"string":           {`"\"" char* "\""`, []string{"char"}},
 	"integral-part":    {`[0] | [1-9] [0-9]{0,15}`, nil},
 	"decimal-part":     {`[0-9]{1,16}`, nil},
-	"integer":          {`("-"? integral-part) space`, []string{"integral-part", "space"}},
-	"number":           {`("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`, []string{"integral-part", "decimal-part", "space"}},
+	"integer":          {`("-"? integral-part)`, []string{"integral-part"}},
+	"number":           {`("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)?`, []string{"integral-part", "decimal-part"}},
 	"value":            {`object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
-	"object":           {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value", "space"}},
-	"array":            {`"[" space ( value ("," space value)* )? "]" space`, []string{"value", "space"}},
-	"uuid":             {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, []string{"space"}},
+	"object":           {`"{" space ( string ":" space value ("," space string ":" space value)* )? space "}"`, []string{"string", "value", "space"}},
+	"array":            {`"[" space ( value ("," space value)* )? space "]"`, []string{"value", "space"}},
+	"uuid":             {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\""`, nil},
 	"date":             {`[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )`, nil},
 	"time":             {`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`, nil},
 	"date-time":        {`date "T" time`, []string{"date", "time"}},
-	"date-string":      {`"\"" date "\"" space`, []string{"date", "space"}},
-	"time-string":      {`"\"" time "\"" space`, []string{"time", "space"}},
-	"date-time-string": {`"\"" date-time "\"" space`, []string{"date-time", "space"}},
+	"date-string":      {`"\"" date "\""`, []string{"date"}},
+	"time-string":      {`"\"" time "\""`, []string{"time"}},
+	"date-time-string": {`"\"" date-time "\""`, []string{"date-time"}},
 }
 
 type converter struct {
@@ -235,9 +238,9 @@ func literal(s string) string {
 	return b.String()
 }
 
-// jsonLiteral is GBNF for a JSON value written compactly, then space.
+// jsonLiteral is GBNF for a JSON value written compactly.
 func (c *converter) jsonLiteral(n *node) string {
-	return literal(n.compact()) + " " + c.prim("space")
+	return literal(n.compact())
 }
 
 var ignored = map[string]bool{
@@ -517,7 +520,10 @@ func (c *converter) buildObject(props []prop, required map[string]bool, add *nod
 			b.WriteString(" ( " + strings.Join(alts, " | ") + " )?")
 		}
 	}
-	b.WriteString(` "}" ` + sp)
+	if len(req) > 0 || len(opt) > 0 {
+		b.WriteString(" " + sp)
+	}
+	b.WriteString(` "}"`)
 	return c.add(name, b.String()), nil
 }
 
@@ -562,6 +568,9 @@ func (c *converter) notStrings(names []string) string {
 		}
 		class.WriteString("]")
 		alts = append(alts, class.String()+" "+ch+"*")
+		// An escape spells a character too; like llama.cpp, one is taken
+		// as off every name's path (\u0061 for "a" is not tracked).
+		alts = append(alts, `[\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4}) `+ch+"*")
 		body := strings.Join(alts, " | ")
 		if !t.end {
 			body += ` | ""` // stopping here spells no name
@@ -569,7 +578,7 @@ func (c *converter) notStrings(names []string) string {
 		return body
 	}
 	_ = ch
-	return `"\"" ( ` + visit(root) + ` ) "\"" ` + c.prim("space")
+	return `"\"" ( ` + visit(root) + ` ) "\""`
 }
 
 func classChar(r rune) string {
@@ -595,6 +604,9 @@ func (c *converter) allOf(n, v *node, ptr, name string) (string, error) {
 	}
 	if err := c.onlyWith(n, ptr, "allOf"); err != nil {
 		return "", err
+	}
+	if r, ok, err := c.allOfEnums(v, ptr, name); ok || err != nil {
+		return r, err
 	}
 	var props []prop
 	required := map[string]bool{}
@@ -704,22 +716,32 @@ func (c *converter) ref(r *node, ptr string) (string, error) {
 
 func (c *converter) array(n *node, ptr, name string) (string, error) {
 	sp := c.prim("space")
-	if pi := n.get("prefixItems"); pi != nil {
+	// As llama.cpp reads them: items as an array is a tuple (draft 4's
+	// form of prefixItems), prefixItems as one schema is items.
+	pi, piKey := n.get("prefixItems"), "prefixItems"
+	it, itKey := n.get("items"), "items"
+	if it != nil && it.kind == kArray && pi == nil {
+		pi, piKey, it = it, "items", nil
+	}
+	if pi != nil && pi.kind == kObject && it == nil {
+		it, itKey, pi = pi, "prefixItems", nil
+	}
+	if pi != nil {
 		if pi.kind != kArray {
-			return "", c.errf(ptr+"/prefixItems", "expected an array of schemas")
+			return "", c.errf(ptr+"/"+piKey, "expected an array of schemas")
 		}
 		for _, k := range []string{"minItems", "maxItems"} {
 			if n.get(k) != nil {
 				return "", c.unsupported(ptr+"/"+k, "%q with prefixItems", k)
 			}
 		}
-		if it := n.get("items"); it != nil && !(it.kind == kBool && !it.b) {
-			return "", c.unsupported(ptr+"/items", "items beside prefixItems (only items: false)")
+		if it != nil && !(it.kind == kBool && !it.b) {
+			return "", c.unsupported(ptr+"/"+itKey, "items beside prefixItems (only items: false)")
 		}
 		var b strings.Builder
 		b.WriteString(`"[" ` + sp)
 		for i, e := range pi.arr {
-			r, err := c.visit(e, fmt.Sprintf("%s/prefixItems/%d", ptr, i), fmt.Sprintf("%s-tuple-%d", name, i))
+			r, err := c.visit(e, fmt.Sprintf("%s/%s/%d", ptr, piKey, i), fmt.Sprintf("%s-tuple-%d", name, i))
 			if err != nil {
 				return "", err
 			}
@@ -728,7 +750,7 @@ func (c *converter) array(n *node, ptr, name string) (string, error) {
 			}
 			b.WriteString(" " + r)
 		}
-		b.WriteString(` "]" ` + sp)
+		b.WriteString(" " + sp + ` "]"`)
 		return c.add(name, b.String()), nil
 	}
 	lo, hi := 0, -1
@@ -743,15 +765,15 @@ func (c *converter) array(n *node, ptr, name string) (string, error) {
 		return "", c.errf(ptr+"/maxItems", "maxItems %d is below minItems %d", hi, lo)
 	}
 	item := c.prim("value")
-	if it := n.get("items"); it != nil {
+	if it != nil {
 		if it.kind == kArray {
-			return "", c.unsupported(ptr+"/items", "items as an array (use prefixItems)")
+			return "", c.errf(ptr+"/"+itKey, "expected a schema")
 		}
-		if item, err = c.visit(it, ptr+"/items", name+"-item"); err != nil {
+		if item, err = c.visit(it, ptr+"/"+itKey, name+"-item"); err != nil {
 			return "", err
 		}
 	}
-	return c.add(name, `"[" `+sp+" "+repetition(item, lo, hi, `"," `+sp)+` "]" `+sp), nil
+	return c.add(name, `"[" `+sp+" "+repetition(item, lo, hi, `"," `+sp)+" "+sp+` "]"`), nil
 }
 
 // repetition is GBNF for lo..hi (hi < 0: unbounded) items separated by
@@ -811,7 +833,7 @@ func (c *converter) str(n *node, ptr, name string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return c.add(name, `"\"" `+body+` "\"" `+c.prim("space")), nil
+		return c.add(name, `"\"" `+body+` "\""`), nil
 	}
 	if f := n.get("format"); f != nil {
 		if f.kind != kString {
@@ -854,7 +876,7 @@ func (c *converter) str(n *node, ptr, name string) (string, error) {
 	default:
 		rep = fmt.Sprintf("%s{%d,%d}", ch, lo, hi)
 	}
-	return c.add(name, `"\"" `+rep+` "\"" `+c.prim("space")), nil
+	return c.add(name, `"\"" `+rep+` "\""`), nil
 }
 
 func (c *converter) integer(n *node, ptr, name string) (string, error) {
@@ -904,4 +926,58 @@ func compactJSON(raw []byte) string {
 		return string(raw)
 	}
 	return b.String()
+}
+
+// allOfEnums is allOf whose members (through $ref) each list their values
+// (enum or const): the values every member lists, in the first's order.
+// ok is false when some member is not of that form.
+func (c *converter) allOfEnums(v *node, ptr, name string) (string, bool, error) {
+	var sets [][]*node
+	for i, e := range v.arr {
+		p := fmt.Sprintf("%s/allOf/%d", ptr, i)
+		for depth := 0; e.kind == kObject && e.get("$ref") != nil && depth < 64; depth++ {
+			t, tp, err := c.resolve(e.get("$ref"), p+"/$ref")
+			if err != nil {
+				return "", false, nil // allOf's own path reports it
+			}
+			e, p = t, tp
+		}
+		if e.kind != kObject {
+			return "", false, nil
+		}
+		var vals []*node
+		for _, kv := range e.obj {
+			switch {
+			case kv.k == "enum" && kv.v.kind == kArray:
+				vals = kv.v.arr
+			case kv.k == "const":
+				vals = []*node{kv.v}
+			case kv.k == "type" || ignored[kv.k]:
+			default:
+				return "", false, nil
+			}
+		}
+		if vals == nil {
+			return "", false, nil
+		}
+		sets = append(sets, vals)
+	}
+	var alts []string
+	for _, x := range sets[0] {
+		lit, in := c.jsonLiteral(x), true
+		for _, s := range sets[1:] {
+			found := false
+			for _, y := range s {
+				found = found || c.jsonLiteral(y) == lit
+			}
+			in = in && found
+		}
+		if in {
+			alts = append(alts, lit)
+		}
+	}
+	if len(alts) == 0 {
+		return "", true, c.errf(ptr+"/allOf", "no value is in every member's enum")
+	}
+	return c.add(name, "("+strings.Join(alts, " | ")+")"), true, nil
 }

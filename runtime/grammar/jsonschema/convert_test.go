@@ -24,7 +24,7 @@ func TestConvertLanguages(t *testing.T) {
 		schema   string
 		yes, not []string
 	}{
-		{`{"type":"integer","minimum":-12,"maximum":305}`, []string{"-12", "-1", "0", "9", "10", "99", "100", "305", "299"}, []string{"-13", "306", "310", "01", "-0", "1000", "3050"}},
+		{`{"type":"integer","minimum":-12,"maximum":305}`, []string{"-12", "-1", "0", "-0", "9", "10", "99", "100", "305", "299"}, []string{"-13", "306", "310", "01", "-00", "1000", "3050"}},
 		{`{"type":"integer","exclusiveMinimum":7}`, []string{"8", "9", "10", "123456"}, []string{"7", "0", "-1", "08"}},
 		{`{"type":"integer","maximum":-3}`, []string{"-3", "-4", "-1000"}, []string{"-2", "0", "3"}},
 		{`{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"integer"}},"required":["a"]}`,

@@ -8,13 +8,17 @@ import (
 )
 
 // intRange is GBNF alternatives for the decimal integers lo..hi (JSON's
-// spelling: no leading zeros, "-" for negatives, no "-0"); math.MinInt64
-// and math.MaxInt64 stand for no bound.
+// spelling: no leading zeros, "-" for negatives; "-0" where 0 is in
+// range and so are negatives, as llama.cpp); math.MinInt64 and
+// math.MaxInt64 stand for no bound.
 func intRange(lo, hi int64) string {
 	var alts []string
 	if lo < 0 {
-		// Negatives: "-" then the magnitudes max(1,-hi)..-lo.
-		mlo := uint64(1)
+		// Negatives: "-" then the magnitudes max(0,-hi)..-lo.
+		mlo := uint64(0)
+		if lo == math.MinInt64 {
+			mlo = 1 // llama.cpp's unbounded negatives start at -1
+		}
 		if hi < 0 {
 			mlo = uint64(-hi)
 		}
