@@ -126,7 +126,7 @@ func TestMatcherStateRewind(t *testing.T) {
 func TestMaskHitAllocs(t *testing.T) {
 	voc, tk := sharedVocab(t, "ggml-vocab-qwen2.gguf")
 	toks := tk.Tokenize(benchDoc, false, false)
-	m := mustMachine(t, benchSchemaGBNF)
+	m := mustMachine(t, benchSchema(t))
 	mask := make([]uint32, voc.Words())
 	// A first pass fills the cache and the transitions.
 	c := NewMatcher(m, voc)
@@ -161,7 +161,7 @@ func TestSample(t *testing.T) {
 		"json":       llamaGrammar(t, "json.gbnf"),
 		"arithmetic": llamaGrammar(t, "arithmetic.gbnf"),
 		"list":       llamaGrammar(t, "list.gbnf"),
-		"schema":     benchSchemaGBNF,
+		"schema":     benchSchema(t),
 		"nullable":   `root ::= ( [x]* )* "."`,
 		"unicode":    `root ::= [^a-z]{1,4} ("é" | [\U0001F600-\U0001F64F])`,
 	}
