@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/akunu-dev/akunu/internal/cli"
@@ -18,6 +19,7 @@ func init() {
 		Name:    "chat",
 		Summary: "talk with a chat model: multi-turn, streaming, the KV cache kept between turns (Ctrl-C ends an answer)",
 		Usage: "PLAN [--system TEXT] [--template NAME] [--think] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop TEXT]... [--model PATH]\n" +
+			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object] (each answer; thinking off)\n" +
 			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
 		Run: runChat,
 	})
@@ -40,11 +42,15 @@ func runChat(ctx *cli.Context, args []string) error {
 	fs.Var(&stops, "stop", "end an answer when its text reaches this string (repeatable)")
 	lf := addLoadFlags(fs)
 	spf := addSpecFlags(fs)
+	cf := addConstrainFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), spf.check()); err != nil {
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), spf.check(), cf.check(), cf.notWithSpec(*spf.mode)); err != nil {
+		return err
+	}
+	if _, err := cf.parse(io.Discard); err != nil { // a bad file is refused before the model loads
 		return err
 	}
 	if len(pos) != 1 {
@@ -91,7 +97,13 @@ func runChat(ctx *cli.Context, args []string) error {
 	}
 	defer closeSpec()
 	c := conversation.New(m, s, tmpl, *system)
-	c.Extra = map[string]any{"enable_thinking": *think}
+	// A constrained answer starts at its first token, so a thinking
+	// model is asked not to think (its reasoning is not in the language).
+	c.Extra = map[string]any{"enable_thinking": *think && !cf.on()}
+	x, err := cf.index(m, ctx.Stderr)
+	if err != nil {
+		return err
+	}
 	o := runtime.GenerateOptions{MaxTokens: *n, Sampling: sampling.sampling(), Stop: stops, Spec: spec}
 	if !o.Sampling.Greedy() && o.Sampling.Unseeded {
 		o.Sampling.Seed, o.Sampling.Unseeded = runtime.NewSeed(), false
@@ -116,6 +128,9 @@ func runChat(ctx *cli.Context, args []string) error {
 			c.Reset()
 			fmt.Fprintln(ctx.Stderr, "akunu: the conversation starts over")
 			continue
+		}
+		if x != nil {
+			o.Processors = []runtime.Processor{runtime.NewConstraint(x)} // each answer starts the grammar over
 		}
 		if err := turn(ctx, c, line, o); err != nil {
 			return err

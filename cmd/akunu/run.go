@@ -23,6 +23,7 @@ func init() {
 		Name:    "run",
 		Summary: "generate text from a prompt with a compiled plan (streams; Ctrl-C ends the answer; --json for one object)",
 		Usage: "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop TEXT]... [--threads N] [--json] [--top-logits K] [--model PATH]\n" +
+			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]\n" +
 			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
 		Run: runRun,
 	})
@@ -219,11 +220,15 @@ func runRun(ctx *cli.Context, args []string) error {
 	topLogits := fs.Int("top-logits", 0, "with --json: the K best [id, logit] pairs of every step")
 	lf := addLoadFlags(fs)
 	spf := addSpecFlags(fs)
+	cf := addConstrainFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), checkTopLogits(*topLogits, *asJSON), spf.check()); err != nil {
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), checkTopLogits(*topLogits, *asJSON), spf.check(), cf.check(), cf.notWithSpec(*spf.mode)); err != nil {
+		return err
+	}
+	if _, err := cf.parse(io.Discard); err != nil { // a bad file is refused before the model loads
 		return err
 	}
 	if len(pos) != 1 {
@@ -252,6 +257,13 @@ func runRun(ctx *cli.Context, args []string) error {
 	}
 	defer closeSpec()
 	o.Spec = spec
+	x, err := cf.index(m, ctx.Stderr)
+	if err != nil {
+		return err
+	}
+	if x != nil {
+		o.Processors = append(o.Processors, runtime.NewConstraint(x))
+	}
 	clk := newClock(min(*n, m.Ctx()+1))
 	o.OnToken = func(int32) bool { clk.tick(); return true }
 	if !*asJSON {
