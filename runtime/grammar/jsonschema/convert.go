@@ -124,6 +124,9 @@ type converter struct {
 	rules map[string]string
 	order []string
 	refs  map[string]string // ref → rule name (set before visiting: recursion)
+	// bare are the refs being visited with no bracket written since they
+	// began: meeting one again is a cycle that reads nothing.
+	bare map[string]bool
 }
 
 func (c *converter) errf(ptr, format string, args ...any) error {
@@ -382,9 +385,15 @@ var keywordsFor = map[string][]string{
 
 func (c *converter) typed(n *node, ptr, name, t string) (string, error) {
 	switch t {
-	case "object":
-		return c.object(n, ptr, name)
-	case "array":
+	case "object", "array":
+		// A bracket is read before anything inside: refs met within
+		// recurse on a shorter rest.
+		saved := c.bare
+		c.bare = nil
+		defer func() { c.bare = saved }()
+		if t == "object" {
+			return c.object(n, ptr, name)
+		}
 		return c.array(n, ptr, name)
 	case "string":
 		return c.str(n, ptr, name)
@@ -697,6 +706,9 @@ func (c *converter) ref(r *node, ptr string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if c.bare[r.s] {
+		return "", c.errf(ptr, "reference %q refers to itself without an object or array between (no JSON value is finite)", r.s)
+	}
 	if name, ok := c.refs[r.s]; ok {
 		return name, nil
 	}
@@ -706,7 +718,12 @@ func (c *converter) ref(r *node, ptr string) (string, error) {
 	}
 	name := c.reserve("ref-" + base)
 	c.refs[r.s] = name
+	if c.bare == nil {
+		c.bare = map[string]bool{}
+	}
+	c.bare[r.s] = true
 	body, err := c.visit(t, tp, name+"-body")
+	delete(c.bare, r.s)
 	if err != nil {
 		return "", err
 	}

@@ -71,6 +71,7 @@ func TestConvertErrors(t *testing.T) {
 		{`{"type":"integer","minimum":5,"maximum":4}`, `/: no integer lies within the bounds`},
 		{`{"required":["x"],"properties":{"a":{}}}`, `/required: property "x" is required but not declared in properties`},
 		{`{"type":"object","properties":{},"additionalProperties":true}`, ``},
+		{`{"$defs":{"a":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},"$ref":"#/$defs/a"}`, `/$ref: reference "#/$defs/a" refers to itself without an object or array between (no JSON value is finite)`},
 	} {
 		_, err := ToGBNF([]byte(tc.schema), Options{})
 		got := ""
