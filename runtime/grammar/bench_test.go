@@ -19,13 +19,22 @@ func benchSchema(t testing.TB) string {
 	return string(b)
 }
 
-const benchDoc = `{"name": "Ada Lovelace", "age": 36, "born": "1815-12-10", "active": true, "tags": ["mathematics", "poetry of science", "notes on the engine"], "address": {"street": "12 St James's Square", "city": "London", "zip": "SW1Y 4JH"}}`
+// benchDoc is the document the benchmark replays (valid under
+// benchSchema), also what internal/grammarpeer replays in llama.cpp.
+func benchDoc(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/bench-doc.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 // maskTimes replays benchDoc token by token under the schema grammar with
 // a fresh machine (a cold cache), timing each mask.
 func maskTimes(b testing.TB) (times []time.Duration, hits int) {
 	voc, tk := sharedVocab(b, "ggml-vocab-qwen2.gguf")
-	toks := tk.Tokenize(benchDoc, false, false)
+	toks := tk.Tokenize(benchDoc(b), false, false)
 	m := mustMachine(b, benchSchema(b))
 	x := m.index(voc)
 	c := NewMatcher(m, voc)

@@ -125,7 +125,7 @@ func TestMatcherStateRewind(t *testing.T) {
 // transition, allocate nothing (they run on every decode step).
 func TestMaskHitAllocs(t *testing.T) {
 	voc, tk := sharedVocab(t, "ggml-vocab-qwen2.gguf")
-	toks := tk.Tokenize(benchDoc, false, false)
+	toks := tk.Tokenize(benchDoc(t), false, false)
 	m := mustMachine(t, benchSchema(t))
 	mask := make([]uint32, voc.Words())
 	// A first pass fills the cache and the transitions.
