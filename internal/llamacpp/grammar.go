@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 )
 
 // grammarFuncs are llama.cpp's grammar sampler calls, bound on first use
@@ -51,8 +53,18 @@ type GrammarSampler struct {
 // code for m's vocabulary; an error when llama.cpp refuses the grammar.
 func (m *Model) NewGrammarSampler(gbnf, root string) (*GrammarSampler, error) {
 	grammarOnce.Do(func() {
+		// The library is loaded already: opening it again gives its handle.
+		path, err := findLib(m.lib.Dir, "llama")
+		if err != nil {
+			grammarErr = err
+			return
+		}
+		h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+		if err != nil {
+			grammarErr = fmt.Errorf("llamacpp: dlopen %s: %w", path, err)
+			return
+		}
 		var b binder
-		h := m.lib.ll.handle
 		b.fn(h, "llama_sampler_init_grammar", &grammarFns.initGrammar)
 		b.fn(h, "llama_sampler_apply", &grammarFns.apply)
 		b.fn(h, "llama_sampler_accept", &grammarFns.accept)
