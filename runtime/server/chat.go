@@ -13,6 +13,7 @@ import (
 	"github.com/akunu-dev/akunu/runtime"
 	"github.com/akunu-dev/akunu/runtime/chat"
 	"github.com/akunu-dev/akunu/runtime/conversation"
+	"github.com/akunu-dev/akunu/runtime/toolcall"
 )
 
 // Response shapes (OpenAI's).
@@ -35,9 +36,10 @@ type (
 		PredictedPerSecond float64 `json:"predicted_per_second"`
 	}
 	chatMsgOut struct {
-		Role             string  `json:"role,omitempty"`
-		Content          *string `json:"content,omitempty"`
-		ReasoningContent *string `json:"reasoning_content,omitempty"`
+		Role             string        `json:"role,omitempty"`
+		Content          *string       `json:"content,omitempty"`
+		ReasoningContent *string       `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallOut `json:"tool_calls,omitempty"`
 	}
 	tokenLogprob struct {
 		Token   string  `json:"token"`
@@ -257,8 +259,8 @@ func (req *chatRequest) templateExtra() (map[string]any, *apiError) {
 		if err := json.Unmarshal(req.ResponseFormat, &rf); err != nil {
 			return nil, badRequest("response_format", "response_format: expected an object")
 		}
-		if rf.Type != "text" {
-			return nil, badRequest("response_format", "response_format: %q is not supported yet (only \"text\")", rf.Type)
+		if rf.Type != "text" && rf.Type != "json_object" && rf.Type != "json_schema" {
+			return nil, badRequest("response_format.type", "response_format.type: %q is not text, json_object or json_schema", rf.Type)
 		}
 	}
 	return extra, nil
@@ -364,9 +366,20 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, info *r
 	} else if req.TopLogprobs != nil && *req.TopLogprobs > 0 {
 		return badRequest("top_logprobs", "top_logprobs: needs logprobs: true")
 	}
+	st, aerr := req.structuredOf(e)
+	if aerr != nil {
+		return aerr
+	}
 	eng, err := s.reg.acquire(r.Context(), e)
 	if err != nil {
 		return errorFor(err)
+	}
+	if st.gbnf != "" {
+		c, err := eng.grammars.constraint(eng.m, st.gbnf)
+		if err != nil {
+			return badRequest("response_format", "the output's grammar: %v", err)
+		}
+		opts.Processors = append(opts.Processors, c)
 	}
 	if err := s.clearReadDeadline(w); err != nil {
 		return errorFor(err)
@@ -374,7 +387,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, info *r
 	g := &generation{e: e, eng: eng, ids: ids, opts: opts, split: conversation.NewSplitter(e.tmpl.Source(), text)}
 	resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: e.id}
 	if req.Stream {
-		return s.streamChat(w, r, info, g, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return s.streamChat(w, r, info, g, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, st.calls)
 	}
 	var content, reasoning strings.Builder
 	var lps []chatLogprob
@@ -397,6 +410,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, info *r
 		msg.ReasoningContent = &rs
 	}
 	fr := finishReason(out.Res.Stop)
+	if st.calls != toolcall.None {
+		// A call that breaks is returned as far as it got, and the text
+		// from the break on is content (ADR 0016).
+		text, calls, _ := toolcall.Parse(st.calls, c)
+		if len(calls) > 0 {
+			msg.ToolCalls = callsOut(calls)
+			msg.Content = nil
+			if text != "" {
+				msg.Content = &text
+			}
+			if fr == "stop" {
+				fr = "tool_calls"
+			}
+		}
+	}
 	ch := chatChoice{Message: msg, FinishReason: &fr}
 	if opts.LogProbs {
 		ch.Logprobs = &chatLogprobs{Content: lps}
@@ -412,7 +440,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, info *r
 }
 
 // streamChat streams a chat completion as server-sent events.
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, info *reqInfo, g *generation, base chatResponse, includeUsage bool) *apiError {
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, info *reqInfo, g *generation, base chatResponse, includeUsage bool, calls toolcall.Format) *apiError {
 	base.Object = "chat.completion.chunk"
 	sse := newSSE(s, w)
 	chunk := func(d *chatMsgOut, lps []chatLogprob, finish *string) chatResponse {
@@ -428,12 +456,24 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, info *reqInf
 		empty := ""
 		return sse.send(chunk(&chatMsgOut{Role: "assistant", Content: &empty}, nil, nil))
 	}
+	// With tools, content passes through the model's call format first:
+	// what may still become a call is held back, so no part of a tag
+	// reaches content, and calls go out as tool_calls deltas.
+	var ts *toolcall.Stream
+	var tcs []toolCallOut
+	if calls != toolcall.None {
+		ts = toolcall.NewStream(calls)
+	}
 	g.onDelta = func(d delta) error {
-		if d.Content == "" && d.Reasoning == "" && !g.opts.LogProbs {
+		tcs = nil
+		if ts != nil && d.Content != "" {
+			d.Content, tcs = callDeltas(ts.Feed(d.Content))
+		}
+		if d.Content == "" && d.Reasoning == "" && tcs == nil && !g.opts.LogProbs {
 			return nil
 		}
-		m := &chatMsgOut{}
-		if d.Content != "" || d.Reasoning == "" {
+		m := &chatMsgOut{ToolCalls: tcs}
+		if d.Content != "" || d.Reasoning == "" && tcs == nil {
 			m.Content = &d.Content
 		}
 		if d.Reasoning != "" {
@@ -453,6 +493,21 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, info *reqInf
 		return aerr
 	}
 	fr := finishReason(out.Res.Stop)
+	if ts != nil {
+		content, tcs := callDeltas(ts.Finish())
+		if content != "" || tcs != nil {
+			m := &chatMsgOut{ToolCalls: tcs}
+			if content != "" {
+				m.Content = &content
+			}
+			if err := sse.send(chunk(m, nil, nil)); err != nil {
+				return nil
+			}
+		}
+		if ts.Calls() > 0 && fr == "stop" {
+			fr = "tool_calls"
+		}
+	}
 	last := chunk(&chatMsgOut{}, nil, &fr)
 	last.Timings = timingsOf(out, len(g.ids))
 	if err := sse.send(last); err != nil {

@@ -67,6 +67,8 @@ type engine struct {
 	waiting []*job
 	// spec, when set, makes every generation speculative (spec.go).
 	spec *speculation
+	// grammars are the compiled grammars of constrained requests.
+	grammars grammarCache
 
 	// Shared with handlers and the registry, under mu.
 	mu       sync.Mutex
@@ -340,7 +342,9 @@ func (e *engine) admit() {
 				j.ev.push(ev)
 				return true
 			}
-			o.Spec = e.spec.forSlot(a.Slot)
+			if !constrained(o.Processors) { // a grammar masks one position at a time, not a draft's rows
+				o.Spec = e.spec.forSlot(a.Slot)
+			}
 			sl.gen, err = e.b.Add(j.ctx, sl.s, j.prompt[keep:], o)
 		}
 		if err != nil {
