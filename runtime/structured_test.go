@@ -176,3 +176,33 @@ func TestSchemaCorpusGeneration(t *testing.T) {
 	}
 	t.Logf("%d schemas × 2 models × 3 runs in %v", len(corpus), time.Since(start).Round(time.Millisecond))
 }
+
+// TestBenchConstrained: the constrained bench times both runs of each
+// pair and counts the constrained run's tokens; a grammar too short for a
+// rate (the end token at once) is an error, not a zero.
+func TestBenchConstrained(t *testing.T) {
+	m := storiesModel(t)
+	x, err := m.GrammarIndex(mustParse(t, `root ::= "[" [0-9]{1,3} ("," [0-9]{1,3}){20,30} "]"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.BenchConstrained(8, 32, 2, x, Sampling{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Free) != 2 || len(r.Constrained) != 2 || len(r.Tokens) != 2 {
+		t.Fatalf("%+v: want 2 runs of each", r)
+	}
+	for i := range r.Free {
+		if r.Free[i] <= 0 || r.Constrained[i] <= 0 || r.Tokens[i] < 2 || r.Tokens[i] > 33 {
+			t.Fatalf("run %d: free %.1f, constrained %.1f t/s, %d tokens", i, r.Free[i], r.Constrained[i], r.Tokens[i])
+		}
+	}
+	short, err := m.GrammarIndex(mustParse(t, `root ::= ""`)) // only the end token
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.BenchConstrained(8, 32, 1, short, Sampling{}, nil); err == nil || !strings.Contains(err.Error(), "a rate needs 2") {
+		t.Fatalf("a one-token grammar: err %v", err)
+	}
+}

@@ -23,7 +23,8 @@ func init() {
 		Summary: "measure prompt processing and generation speed (llama-bench style), decode bandwidth, " +
 			"batched decode of many sequences (--batch) and streaming latency (--stream)",
 		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]",
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]\n" +
+			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]: decode with and without the constraint, alternating",
 		Run: runBench,
 	})
 }
@@ -64,11 +65,15 @@ func runBench(ctx *cli.Context, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	lf := addLoadFlags(fs)
 	bs := addBenchSpecFlags(fs)
+	cf := addConstrainFlags(fs)
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check(), bs.check()); err != nil {
+	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check(), bs.check(), cf.check(), cf.notWithSpec(*bs.spec.mode)); err != nil {
+		return err
+	}
+	if _, err := cf.parse(io.Discard); err != nil { // a bad file is refused before the model loads
 		return err
 	}
 	batches, err := parseBatches(*batchList)
@@ -89,6 +94,9 @@ func runBench(ctx *cli.Context, args []string) error {
 	defer closeModel(m)
 	if *bs.spec.mode != "" {
 		return benchSpec(ctx, m, bs, *tg, *reps, *asJSON)
+	}
+	if cf.on() {
+		return benchConstrained(ctx, m, cf, *pp, *tg, *reps, *asJSON)
 	}
 	// A generation stops at a full context: tg tokens past it would be
 	// fewer tokens timed under tg's name.

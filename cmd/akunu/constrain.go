@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/runtime"
@@ -72,7 +74,7 @@ func (f constrainFlags) on() bool { return *f.grammar != "" || *f.schema != "" |
 
 // parse reads the asked-for constraint as a grammar (nil when none). A
 // file's errors are FILE:line:col: msg (FILE: /pointer: msg for a
-// schema); the grammar's warnings go to warn, one a line.
+// schema); a grammar file's warnings go to warn, one a line.
 func (f constrainFlags) parse(warn io.Writer) (*grammar.Grammar, error) {
 	var (
 		g    *grammar.Grammar
@@ -102,6 +104,9 @@ func (f constrainFlags) parse(warn io.Writer) (*grammar.Grammar, error) {
 	}
 	if err != nil {
 		return nil, fileError(file, err)
+	}
+	if *f.grammar == "" {
+		return g, nil // a converter's grammar may carry shared rules it does not use: no news to the user
 	}
 	for _, w := range g.Warnings {
 		fmt.Fprintf(warn, "akunu: %s:%d:%d: warning: %s\n", file, w.Line, w.Col, w.Msg)
@@ -139,4 +144,55 @@ func (f constrainFlags) name() string {
 		return *f.schema
 	}
 	return "--json-object"
+}
+
+// benchConstrained is akunu bench under a constraint: decode tok/s with
+// and without it, runs alternating, medians and ranges, and their ratio.
+func benchConstrained(ctx *cli.Context, m *runtime.Model, cf constrainFlags, pp, tg, reps int, asJSON bool) error {
+	if c := m.Ctx(); pp+tg+1 > c {
+		return cli.FlagError{Flag: "p", Msg: fmt.Sprintf("%d plus -n %d: more than the plan's context of %d", pp, tg, c)}
+	}
+	x, err := cf.index(m, ctx.Stderr)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(ctx.Stderr, reps)
+	prog.phase(fmt.Sprintf("greedy tg%d free and under %s, %d pairs after a warm-up", tg, cf.name(), reps))
+	r, err := m.BenchConstrained(pp, tg, reps, x, runtime.Sampling{}, func(rep int, free, con float64) {
+		prog.rep(rep, fmt.Sprintf("free %.2f t/s, constrained %.2f t/s", free, con))
+	})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	threads := *cfThreads(m)
+	free, con := runtime.Median(r.Free), runtime.Median(r.Constrained)
+	ratio := 0.0
+	if free > 0 {
+		ratio = con / free
+	}
+	if asJSON {
+		enc := json.NewEncoder(ctx.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"plan": m.Plan.Header.Model.File, "chip": m.Plan.Header.Target.Chip, "backend": m.Backend().Name(), "threads": threads,
+			"constraint": cf.name(), "pp": pp, "tg": tg, "reps": reps,
+			"free_tok_s_median": free, "constrained_tok_s_median": con, "ratio": ratio,
+			"free_runs": r.Free, "constrained_runs": r.Constrained, "constrained_tokens": r.Tokens,
+		})
+	}
+	fmt.Fprintf(ctx.Stdout, "%s, %s, %d threads: decode tg%d, median of %d runs [min–max]\n", m.Plan.Header.Model.File, m.Backend().Name(), threads, tg, reps)
+	fmt.Fprintf(ctx.Stdout, "  free         %8.2f t/s [%.2f–%.2f]\n", free, slices.Min(r.Free), slices.Max(r.Free))
+	fmt.Fprintf(ctx.Stdout, "  constrained  %8.2f t/s [%.2f–%.2f]  (%s; %d–%d tokens a run)\n", con, slices.Min(r.Constrained), slices.Max(r.Constrained), cf.name(), slices.Min(r.Tokens), slices.Max(r.Tokens))
+	fmt.Fprintf(ctx.Stdout, "  constrained / free: %.3f×\n", ratio)
+	return nil
+}
+
+// cfThreads is the thread count the backend settled on, where it has one.
+func cfThreads(m *runtime.Model) *int {
+	n := 0
+	if t, ok := m.Backend().(interface{ Threads() int }); ok {
+		n = t.Threads()
+	}
+	return &n
 }
