@@ -54,6 +54,11 @@ type melem struct {
 	arg  int32
 }
 
+// ret is the frame that stands for "below the cut" in a state's local
+// part (see local): returning to it ends a walk there, as returning to
+// the empty stack 0 ends the sentence.
+const ret = 1
+
 // frame is a stack: a position in elems and the frame below it.
 type frame struct{ pos, parent int32 }
 
@@ -63,7 +68,11 @@ type mstate struct {
 	stacks    []int32
 	accepting bool // holds the empty stack: the grammar may end here
 	tokens    bool // some stack's top is a token element
+	popped    bool // holds ret: a local state's walk went below its cut
 	next      *[256]int32
+	// local is the state's local part (see Machine.local): 0 not yet
+	// computed, -1 none.
+	local int32
 }
 
 // Transition table values besides state ids.
@@ -92,7 +101,7 @@ func Compile(g *Grammar) (*Machine, error) {
 		frameID: map[frame]int32{},
 		expand:  map[frame][]int32{},
 		stateID: map[string]int32{},
-		frames:  []frame{{-1, -1}},
+		frames:  []frame{{-1, -1}, {-2, -2}}, // the empty stack, ret
 		alts:    make([][]int32, len(g.Rules)),
 		root:    g.Root,
 	}
@@ -270,7 +279,7 @@ func (m *Machine) step(s int32, b byte) int32 {
 	}
 	next := m.scratch[:0]
 	for _, sid := range st.stacks {
-		if sid == 0 {
+		if sid == 0 || sid == ret {
 			continue
 		}
 		f := m.frames[sid]
@@ -299,7 +308,7 @@ func (m *Machine) step(s int32, b byte) int32 {
 func (m *Machine) stepToken(s int32, tok int32) int32 {
 	var next []int32
 	for _, sid := range m.states[s].stacks {
-		if sid == 0 {
+		if sid == 0 || sid == ret {
 			continue
 		}
 		f := m.frames[sid]
@@ -351,6 +360,8 @@ func (m *Machine) intern(stacks []int32) int32 {
 	for _, s := range stacks {
 		if s == 0 {
 			st.accepting = true
+		} else if s == ret {
+			st.popped = true
 		} else if k := m.elems[m.frames[s].pos].kind; k == mToken || k == mNotToken {
 			st.tokens = true
 		}
@@ -423,8 +434,8 @@ func (m *Machine) expandWalk(pos, parent int32, depth int, out []int32) ([]int32
 	e := m.elems[pos]
 	switch e.kind {
 	case mEnd:
-		if parent == 0 {
-			return append(out, 0), nil
+		if parent == 0 || parent == ret {
+			return append(out, parent), nil
 		}
 		pf := m.frames[parent]
 		return m.expandWalk(pf.pos, pf.parent, depth+1, out)
@@ -499,4 +510,76 @@ func utf8Sequences(lo, hi rune, emit func([][2]byte)) {
 		seq[i] = [2]byte{a[i], b[i]}
 	}
 	emit(seq)
+}
+
+// local is the local part of real state s, or -1: each stack with the
+// highest frame that lies below the top of every stack (their common
+// base) replaced by ret. A token whose bytes, walked from the local
+// state, never return to ret is allowed from s exactly when it is allowed
+// from the local state, whatever lies below the base; so what a local
+// state allows is computed once and shared by every context it occurs in
+// (a JSON string's insides, whichever property it is the value of). This
+// is XGrammar's context-independent split, with the context cut at the
+// deepest point every stack shares. Called with m.mu held.
+func (m *Machine) local(s int32) int32 {
+	st := &m.states[s]
+	if st.local != 0 {
+		return st.local
+	}
+	st.local = -1
+	stacks := st.stacks
+	if len(stacks) == 0 {
+		return -1
+	}
+	// The candidates: the first stack's frames below its top, nearest
+	// first; the base is the first that every other stack holds below
+	// its top.
+	var cands []int32
+	for f := m.frames[stacks[0]].parent; f > ret; f = m.frames[f].parent {
+		cands = append(cands, f)
+	}
+	base := int32(-1)
+	for _, c := range cands {
+		all := true
+		for _, sid := range stacks[1:] {
+			found := false
+			for f := m.frames[sid].parent; f > ret && !found; f = m.frames[f].parent {
+				found = f == c
+			}
+			if !found {
+				all = false
+				break
+			}
+		}
+		if all {
+			base = c
+			break
+		}
+	}
+	if base < 0 {
+		return -1
+	}
+	var rebuild func(f int32) (int32, error)
+	rebuild = func(f int32) (int32, error) {
+		if f == base {
+			return ret, nil
+		}
+		p, err := rebuild(m.frames[f].parent)
+		if err != nil {
+			return 0, err
+		}
+		return m.frameOf(m.frames[f].pos, p)
+	}
+	out := make([]int32, 0, len(stacks))
+	for _, sid := range stacks {
+		f, err := rebuild(sid)
+		if err != nil {
+			m.fail(err)
+			return -1
+		}
+		out = append(out, f)
+	}
+	l := m.intern(out)
+	m.states[s].local = l // intern may have moved the states
+	return l
 }

@@ -15,18 +15,35 @@ type Index struct {
 
 	mu     sync.Mutex
 	masks  map[int32][]uint32
-	bytes  int
-	limit  int
-	stateD []int32 // per trie depth: the state reached (a mask walk's stack)
+	locals map[int32]*localMask // by local state (Machine.local)
+	// localSeen: local states met before (a real state's mask computed).
+	localSeen map[int32]bool
+	bytes     int
+	limit     int
+	stateD    []int32 // per trie depth: the state reached (a mask walk's stack)
 }
 
 // NewIndex pairs m and v; the mask cache holds up to 64 MiB.
 func NewIndex(m *Machine, v *Vocab) *Index {
-	return &Index{m: m, v: v, masks: map[int32][]uint32{}, limit: 64 << 20, stateD: make([]int32, v.maxD+1)}
+	return &Index{m: m, v: v, masks: map[int32][]uint32{}, locals: map[int32]*localMask{}, localSeen: map[int32]bool{}, limit: 64 << 20, stateD: make([]int32, v.maxD+1)}
 }
 
 // Words is the length in uint32 words of a mask over the vocabulary.
 func (x *Index) Words() int { return x.v.words }
+
+// maxRoots is the most roots a local mask may have to be used: past it,
+// re-walking the roots from the real state costs about a whole walk.
+const maxRoots = 256
+
+// localMask is what a local state allows whatever lies below its cut:
+// yes, the tokens allowed for sure, and roots, the trie nodes where a walk
+// went below the cut (a token through them depends on the context), each
+// with the bytes that lead to its parent.
+type localMask struct {
+	yes    []uint32
+	roots  []int32
+	prefix [][]byte
+}
 
 // mask is the mask of state s, computed or cached. The slice is the
 // cache's: read it, do not keep it past the next call.
@@ -37,28 +54,36 @@ func (x *Index) mask(s int32) ([]uint32, error) {
 	m, v := x.m, x.v
 	mk := make([]uint32, v.words)
 	m.mu.Lock()
-	x.stateD[0] = s
-	b, depth, end, tok0, toks := v.b, v.depth, v.end, v.tok0, v.toks
-	for i := 0; i < len(b); {
-		d := depth[i]
-		ps := x.stateD[d-1]
-		st := &m.states[ps]
-		var ns int32 = unknown
-		if st.next != nil {
-			ns = st.next[b[i]]
+	// The split pays where a local part recurs (a second context of the
+	// same string rule): the first time it is met, the plain walk is as
+	// cheap and the local walk would be extra; and it does not where most
+	// of the walk goes below the cut (many roots).
+	var lm *localMask
+	if l := m.local(s); l >= 0 && m.err == nil {
+		if lm = x.locals[l]; lm == nil && x.localSeen[l] {
+			lm = x.localWalk(l)
+			x.locals[l] = lm
+			x.bytes += 4*len(lm.yes) + 4*len(lm.roots)
 		}
-		if ns == unknown {
-			ns = m.step(ps, b[i])
+		x.localSeen[l] = true
+	}
+	if lm != nil && len(lm.roots) <= maxRoots {
+		copy(mk, lm.yes)
+		// The context-dependent rest: each root's subtree walked from
+		// s's own state at the root's parent.
+		for k, r := range lm.roots {
+			ps := s
+			for _, c := range lm.prefix[k] {
+				if ps = m.step(ps, c); ps < 0 {
+					break
+				}
+			}
+			if ps >= 0 {
+				x.walk(mk, ps, int(r), int(v.end[r]))
+			}
 		}
-		if ns < 0 {
-			i = int(end[i])
-			continue
-		}
-		x.stateD[d] = ns
-		for _, t := range toks[tok0[i]:tok0[i+1]] {
-			mk[t>>5] |= 1 << (t & 31)
-		}
-		i++
+	} else {
+		x.walk(mk, s, 0, len(v.b))
 	}
 	st := m.states[s]
 	if st.tokens { // token elements: try each token as a symbol
@@ -80,11 +105,85 @@ func (x *Index) mask(s int32) ([]uint32, error) {
 	}
 	if x.bytes+4*len(mk) > x.limit {
 		clear(x.masks)
+		clear(x.locals)
+		clear(x.localSeen)
 		x.bytes = 0
 	}
 	x.masks[s] = mk
 	x.bytes += 4 * len(mk)
 	return mk, nil
+}
+
+// walk sets in mk the tokens of trie nodes [from, to) (a whole subtree,
+// or the whole trie) that state s, standing at the parent of node from,
+// allows: one pass in preorder that jumps over every subtree whose byte
+// is dead. Called with m.mu held.
+func (x *Index) walk(mk []uint32, s int32, from, to int) {
+	m, v := x.m, x.v
+	b, depth, end, tok0, toks := v.b, v.depth, v.end, v.tok0, v.toks
+	x.stateD[depth[from]-1] = s
+	for i := from; i < to; {
+		d := depth[i]
+		ps := x.stateD[d-1]
+		st := &m.states[ps]
+		var ns int32 = unknown
+		if st.next != nil {
+			ns = st.next[b[i]]
+		}
+		if ns == unknown {
+			ns = m.step(ps, b[i])
+		}
+		if ns < 0 {
+			i = int(end[i])
+			continue
+		}
+		x.stateD[d] = ns
+		for _, t := range toks[tok0[i]:tok0[i+1]] {
+			mk[t>>5] |= 1 << (t & 31)
+		}
+		i++
+	}
+}
+
+// localWalk is the walk of local state l: a node whose state went below
+// the cut (popped) becomes a root and its subtree is left to the real
+// state; every other node the walk reaches alive is allowed for sure.
+// Called with m.mu held.
+func (x *Index) localWalk(l int32) *localMask {
+	m, v := x.m, x.v
+	lm := &localMask{yes: make([]uint32, v.words)}
+	b, depth, end, tok0, toks := v.b, v.depth, v.end, v.tok0, v.toks
+	path := make([]byte, v.maxD+1)
+	x.stateD[0] = l
+	for i := 0; i < len(b); {
+		d := depth[i]
+		ps := x.stateD[d-1]
+		st := &m.states[ps]
+		var ns int32 = unknown
+		if st.next != nil {
+			ns = st.next[b[i]]
+		}
+		if ns == unknown {
+			ns = m.step(ps, b[i])
+		}
+		if ns < 0 {
+			i = int(end[i])
+			continue
+		}
+		path[d-1] = b[i]
+		if m.states[ns].popped {
+			lm.roots = append(lm.roots, int32(i))
+			lm.prefix = append(lm.prefix, slices.Clone(path[:d-1]))
+			i = int(end[i])
+			continue
+		}
+		x.stateD[d] = ns
+		for _, t := range toks[tok0[i]:tok0[i+1]] {
+			lm.yes[t>>5] |= 1 << (t & 31)
+		}
+		i++
+	}
+	return lm
 }
 
 // Matcher is one generation's place in a grammar: its state, the mask of
