@@ -578,6 +578,71 @@ test('errors: past the rate limit is a RateLimitError (429) with Retry-After', a
   ok(/^\d+$/.test(after ?? '') && Number(after) >= 1 && Number(after) <= 60, 'the Retry-After header: expected whole seconds, 1 to 60', after);
 });
 
+// ---- structured output (issue 15) ------------------------------------------
+
+const PERSON = {
+  type: 'object',
+  properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer', minimum: 0, maximum: 99 } },
+  required: ['name', 'age'],
+  additionalProperties: false,
+};
+
+test('response_format: json_schema (strict) output parses and keeps to the schema, whole and streamed', async () => {
+  for (const seed of [1, 2]) {
+    const req = { ...SEEDED, seed, max_tokens: 200, response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON, strict: true } } };
+    const r = await client.chat.completions.create(req);
+    const c = r.choices[0];
+    eq(`seed ${seed}: finish_reason`, c.finish_reason, 'stop');
+    const v = JSON.parse(c.message.content);
+    deepEq(`seed ${seed}: the keys`, Object.keys(v).sort(), ['age', 'name']);
+    ok(typeof v.name === 'string' && [...v.name].length <= 10, `seed ${seed}: name: expected a string of at most 10 characters`, v.name);
+    ok(Number.isInteger(v.age) && v.age >= 0 && v.age <= 99, `seed ${seed}: age: expected an integer in [0, 99]`, v.age);
+    const { choices } = streamParts(await streamChat(req), 'chat.completion.chunk', false);
+    eq(`seed ${seed}: the streamed content`, choices.map((ch) => ch.choices[0].delta.content ?? '').join(''), c.message.content);
+  }
+});
+
+test('response_format: json_object output is one JSON object; a schema the server cannot honor is a 400 naming it', async () => {
+  const r = await client.chat.completions.create({ ...SEEDED, max_tokens: 200, response_format: { type: 'json_object' } });
+  const v = JSON.parse(r.choices[0].message.content);
+  ok(v !== null && typeof v === 'object' && !Array.isArray(v), 'content: expected a JSON object', v);
+  const bad = { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'integer', multipleOf: 3 } } };
+  const e = await expectError('an unsupported schema keyword', () => client.chat.completions.create({ ...GREEDY, response_format: bad }), OpenAI.BadRequestError, 400, { param: 'response_format.json_schema.schema' });
+  ok(e.message.includes('multipleOf'), 'the message: expected the keyword named', e.message);
+});
+
+test('tools: tool_choice required gives tool_calls the SDK reads, finish_reason tool_calls, and the same calls streamed', async () => {
+  const req = { ...SEEDED, seed: 3, max_tokens: 200, tools: [TOOL], tool_choice: 'required', parallel_tool_calls: false };
+  const r = await client.chat.completions.create(req);
+  const c = r.choices[0];
+  eq('finish_reason', c.finish_reason, 'tool_calls');
+  eq('tool_calls.length', c.message.tool_calls?.length, 1);
+  const call = c.message.tool_calls[0];
+  ok(typeof call.id === 'string' && call.id.length > 0, 'tool_calls[0].id: expected a non-empty string', call.id);
+  eq('tool_calls[0].type', call.type, 'function');
+  eq('tool_calls[0].function.name', call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  ok(typeof args.city === 'string', 'the arguments: expected {city: string}', args);
+  const { choices, finish } = streamParts(await streamChat(req), 'chat.completion.chunk', false);
+  eq('the stream\'s finish_reason', finish, 'tool_calls');
+  let content = '';
+  const calls = [];
+  for (const ch of choices) {
+    const d = ch.choices[0].delta;
+    content += d.content ?? '';
+    for (const t of d.tool_calls ?? []) {
+      ok(Number.isInteger(t.index), 'delta.tool_calls[].index: expected an integer', t);
+      if (!calls[t.index]) {
+        ok(t.id && t.function?.name, 'a call\'s first delta: expected its id and name', t);
+        calls[t.index] = { name: t.function.name, args: '' };
+      }
+      calls[t.index].args += t.function?.arguments ?? '';
+    }
+  }
+  ok(!content.includes('<tool_call') && !content.includes('</tool_call'), 'the streamed content: expected no part of a tag', content);
+  deepEq('the streamed calls', calls, [{ name: call.function.name, args: call.function.arguments }]);
+});
+
 // ---- run -------------------------------------------------------------------
 
 let passed = 0;
