@@ -34,13 +34,13 @@ func (req *chatRequest) structuredOf(e *entry) (*structured, *apiError) {
 			return nil, badRequest("tools", "tools: %v", err)
 		}
 		if len(tools) > 0 {
-			if e.tools == toolcall.None {
-				return nil, badRequest("tools", "tools: the model %q's chat template writes no tool calls (start the server with --tool-format to name its format)", e.id)
-			}
-			st.calls = e.tools
+			st.calls = e.tools // None: the template writes no calls, and the output is all content
 		}
 	}
 	if choice == "required" || choice == "function" {
+		if e.tools == toolcall.None {
+			return nil, badRequest("tool_choice", "tool_choice: %s needs a tool-call format, and the model %q's chat template writes no tool calls (start the server with --tool-format to name one)", choice, e.id)
+		}
 		if name != "" && !hasTool(tools, name) {
 			return nil, badRequest("tool_choice", "tool_choice: the function %q is not among the tools", name)
 		}

@@ -81,6 +81,21 @@ func TestResponseFormat(t *testing.T) {
 	}
 }
 
+// TestToolChoiceNeedsAFormat: chatml writes no tool calls, so tools
+// leave the output as content, and forcing a call is a 400 on tool_choice.
+func TestToolChoiceNeedsAFormat(t *testing.T) {
+	ts := startServer(t, Config{})
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}
+	msgs := []map[string]string{{"role": "user", "content": "hi"}}
+	var out structOut
+	ts.postOK(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "messages": msgs, "tools": tools, "max_tokens": 8}, &out)
+	if ch := out.Choices[0]; ch.Message.Content == nil || len(ch.Message.ToolCalls) != 0 || ch.FinishReason == "tool_calls" {
+		t.Fatalf("tools under chatml: %+v", ch)
+	}
+	resp, b := ts.post(t, "/v1/chat/completions", map[string]any{"model": "stories260K", "messages": msgs, "tools": tools, "tool_choice": "required"})
+	wantError(t, resp, b, 400, "tool_choice", "")
+}
+
 // TestToolCalls: with a template that writes Hermes calls, tool_choice
 // required makes stories260K call a tool whose arguments follow its
 // schema; the message carries tool_calls and finish_reason tool_calls,
