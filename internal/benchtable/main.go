@@ -35,11 +35,15 @@ const (
 
 // Row is one (model, threads, test) of the table.
 type Row struct {
-	Model      string    `json:"model"`
-	Threads    int       `json:"threads"`
-	Test       string    `json:"test"`
-	Akunu      []float64 `json:"akunu_runs"`
-	Llama      []float64 `json:"llama_runs"`
+	Model   string    `json:"model"`
+	Threads int       `json:"threads"`
+	Test    string    `json:"test"`
+	Akunu   []float64 `json:"akunu_runs"`
+	Llama   []float64 `json:"llama_runs"`
+	// Bench are llama-bench's runs (when -llama-bench is given); the
+	// peer figure is the faster of llamapeer and llama-bench.
+	Bench      []float64 `json:"llama_bench_runs,omitempty"`
+	PeerFrom   string    `json:"peer_from"`
 	AkunuMed   float64   `json:"akunu_tok_s_median"`
 	LlamaMed   float64   `json:"llama_tok_s_median"`
 	Ratio      float64   `json:"ratio"`
@@ -63,6 +67,7 @@ func main() {
 	akunu := flag.String("akunu", "bin/akunu", "the akunu binary")
 	akunuc := flag.String("akunuc", "bin/akunuc", "the akunuc binary")
 	peer := flag.String("peer", "bin/llamapeer", "the llama.cpp peer binary (internal/llamapeer)")
+	lbench := flag.String("llama-bench", "", "llama.cpp's llama-bench (scripts/build-llama-bench.sh): also timed, and the faster of it and llamapeer is the peer")
 	threadList := flag.String("threads", "2", "thread counts, comma-separated")
 	chip := flag.String("chip", "cpu-avx2", "CPU chip profile to compile for (the thread count is appended)")
 	rounds := flag.Int("rounds", 3, "rounds: each engine runs once per round, alternating which goes first")
@@ -70,6 +75,7 @@ func main() {
 	pp := flag.Int("p", 512, "prompt tokens (prefill test)")
 	tg := flag.Int("n", 128, "generated tokens (decode test, after a one-token prompt)")
 	asJSON := flag.Bool("json", false, "print JSON")
+	jsonOut := flag.String("json-out", "", "also write the JSON to this file")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: benchtable [flags] model.gguf...")
@@ -84,11 +90,17 @@ func main() {
 		}
 		threads = append(threads, n)
 	}
-	b := &bench{akunu: *akunu, akunuc: *akunuc, peer: *peer, chip: *chip, rounds: max(*rounds, 1), reps: max(*reps, 1), pp: *pp, tg: *tg}
+	b := &bench{akunu: *akunu, akunuc: *akunuc, peer: *peer, lbench: *lbench, chip: *chip, rounds: max(*rounds, 1), reps: max(*reps, 1), pp: *pp, tg: *tg}
 	t, err := b.run(flag.Args(), threads)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
 		os.Exit(1)
+	}
+	if *jsonOut != "" {
+		b, _ := json.MarshalIndent(t, "", "  ")
+		if err := os.WriteFile(*jsonOut, b, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "benchtable:", err)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(os.Stdout)
@@ -100,8 +112,8 @@ func main() {
 }
 
 type bench struct {
-	akunu, akunuc, peer, chip string
-	rounds, reps, pp, tg      int
+	akunu, akunuc, peer, lbench, chip string
+	rounds, reps, pp, tg              int
 }
 
 func (b *bench) run(models []string, threads []int) (*Table, error) {
@@ -146,10 +158,22 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 					ppRow.Llama = append(ppRow.Llama, l.PPRuns...)
 					tgRow.Llama = append(tgRow.Llama, l.TGRuns...)
 					t.CPU, t.LlamaVariant, t.LlamaLib = l.CPU, l.Variant, l.Engine
+					if b.lbench != "" {
+						pp, tg, err := b.llamaBench(model, th)
+						if err != nil {
+							return nil, err
+						}
+						ppRow.Bench = append(ppRow.Bench, pp...)
+						tgRow.Bench = append(tgRow.Bench, tg...)
+					}
 				}
 			}
 			for _, row := range []*Row{&ppRow, &tgRow} {
 				row.AkunuMed, row.LlamaMed = median(row.Akunu), median(row.Llama)
+				row.PeerFrom = "llamapeer"
+				if m := median(row.Bench); m > row.LlamaMed {
+					row.LlamaMed, row.PeerFrom = m, "llama-bench"
+				}
 				if row.LlamaMed > 0 {
 					row.Ratio = row.AkunuMed / row.LlamaMed
 				}
@@ -211,6 +235,34 @@ func (b *bench) theirs(model string, threads int) (*peerJSON, error) {
 	return &r, nil
 }
 
+// llamaBench runs llama-bench on model (pp and tg tests, the same
+// sizes and repetitions) and returns each test's per-run tok/s.
+func (b *bench) llamaBench(model string, threads int) (pp, tg []float64, err error) {
+	cmd := exec.Command(b.lbench, "-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(b.pp),
+		"-n", strconv.Itoa(b.tg), "-r", strconv.Itoa(b.reps), "-o", "json")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, errb.String())
+	}
+	var rs []struct {
+		NPrompt int       `json:"n_prompt"`
+		NGen    int       `json:"n_gen"`
+		Samples []float64 `json:"samples_ts"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		return nil, nil, fmt.Errorf("llama-bench -o json: %v", err)
+	}
+	for _, r := range rs {
+		if r.NGen > 0 {
+			tg = append(tg, r.Samples...)
+		} else {
+			pp = append(pp, r.Samples...)
+		}
+	}
+	return pp, tg, nil
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -234,7 +286,7 @@ func (t *Table) print() {
 	fmt.Printf("CPU: %s; llama.cpp: CPU variant %s (%s); akunu: %s:N\n", t.CPU, t.LlamaVariant, t.LlamaLib, t.Chip)
 	fmt.Printf("each engine in its own process, alternating; tok/s medians of every run [range]; decode also as a share of the measured read bandwidth (%.1f GB/s)\n\n", t.ReadGBs)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "model\tthreads\ttest\takunu tok/s\tllama.cpp tok/s\tratio\tbar\t\tbandwidth akunu / llama.cpp")
+	fmt.Fprintln(w, "model\tthreads\ttest\takunu tok/s\tllamapeer tok/s\tllama-bench tok/s\tratio (vs faster)\tbar\t\tbandwidth akunu / llama.cpp")
 	for _, r := range t.Rows {
 		verdict := "meets"
 		if !r.Meets {
@@ -244,8 +296,12 @@ func (t *Table) print() {
 		if r.AkunuShare > 0 {
 			share = fmt.Sprintf("%.0f%% / %.0f%%", 100*r.AkunuShare, 100*r.LlamaShare)
 		}
-		fmt.Fprintf(w, "%s\t%d\t%s\t%.1f [%s]\t%.1f [%s]\t%.2f×\t≥%.1f×\t%s\t%s\n", r.Model, r.Threads, r.Test,
-			r.AkunuMed, spread(r.Akunu), r.LlamaMed, spread(r.Llama), r.Ratio, r.Bar, verdict, share)
+		lb := "-"
+		if len(r.Bench) > 0 {
+			lb = fmt.Sprintf("%.1f [%s]", median(r.Bench), spread(r.Bench))
+		}
+		fmt.Fprintf(w, "%s\t%d\t%s\t%.1f [%s]\t%.1f [%s]\t%s\t%.2f×\t≥%.1f×\t%s\t%s\n", r.Model, r.Threads, r.Test,
+			r.AkunuMed, spread(r.Akunu), median(r.Llama), spread(r.Llama), lb, r.Ratio, r.Bar, verdict, share)
 	}
 	w.Flush()
 }

@@ -39,11 +39,12 @@ type ggmlFuncs struct {
 	fp32ToBF16RowRef uintptr
 	loadAllFromPath  func(dir string)
 	base             uintptr // libggml-base's handle, for per-type symbols
+	ggml             uintptr // libggml's handle (the backend registry)
 }
 
 func (g *ggmlFuncs) bind(base, ggml uintptr) error {
 	var b binder
-	g.base = base
+	g.base, g.ggml = base, ggml
 	b.fn(base, "ggml_type_size", &g.typeSize)
 	b.fn(base, "ggml_blck_size", &g.blckSize)
 	b.fn(base, "ggml_type_name", &g.typeName)

@@ -10,6 +10,7 @@ import (
 )
 
 type llamaFuncs struct {
+	handle             uintptr
 	logSet             func(cb, userData uintptr)
 	backendInit        func()
 	modelDefaultParams func() ModelParams
@@ -57,6 +58,7 @@ type llamaFuncs struct {
 
 func (f *llamaFuncs) bind(h uintptr) error {
 	var b binder
+	f.handle = h
 	b.fn(h, "llama_log_set", &f.logSet)
 	b.fn(h, "llama_backend_init", &f.backendInit)
 	b.fn(h, "llama_model_default_params", &f.modelDefaultParams)
@@ -283,12 +285,14 @@ func (m *Model) Detokenize(toks []int32, removeSpecial, unparseSpecial bool) (st
 
 // Context is a llama_context with one sequence and a reusable batch.
 type Context struct {
-	m      *Model
-	ptr    uintptr
-	b      batch
-	nBatch int
-	nVocab int
-	nOut   int // tokens in the last Decode
+	m        *Model
+	ptr      uintptr
+	b        batch
+	nBatch   int
+	nVocab   int
+	nOut     int     // tokens in the last Decode
+	pool     uintptr // an attached ggml threadpool (AttachThreadpool)
+	poolFree uintptr // its ggml_threadpool_free
 }
 
 // NewContext makes a context of nctx positions that decodes up to nbatch
@@ -332,6 +336,7 @@ func (c *Context) Close() {
 		c.m.lib.ll.free(c.ptr)
 		c.ptr = 0
 	}
+	c.freePool()
 }
 
 // ClearKV empties the KV cache (llama_memory_clear with data).

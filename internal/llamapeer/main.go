@@ -87,6 +87,10 @@ func run(model string, threads, pp, tg, tgCtx, reps int) (*Result, error) {
 		return nil, err
 	}
 	defer ctx.Close()
+	// A persistent thread pool, as llama.cpp's own tools attach.
+	if err := ctx.AttachThreadpool(threads); err != nil {
+		return nil, err
+	}
 	r := &Result{Engine: libVersion(lib.Dir), Model: model, Threads: threads, CPU: cpuModel(), Variant: loadedVariant(),
 		PP: pp, TG: tg, TGContext: tgCtx}
 	prompt := func(k int) []int32 {
