@@ -80,6 +80,7 @@ func mustParse(t *testing.T, src string) *grammar.Grammar {
 
 // TestConstraintOnEveryPath: under a grammar, a generation gives the same
 // tokens alone, in a Batcher beside unconstrained ones, and speculating
+// (alone and in a Batcher)
 // (drafts verified row by row, each row masked by the grammar's state
 // after the rows before it), greedy and sampled; and the output is in the
 // language on each.
@@ -141,6 +142,24 @@ func TestConstraintOnEveryPath(t *testing.T) {
 			if !inLanguage(got) {
 				t.Fatalf("%+v speculative: %q is not in the language", smp, got.Text)
 			}
+		}
+		// Speculating in a Batcher (the server's path), beside an
+		// unconstrained generation.
+		b = m.NewBatcher()
+		gs, err := b.Add(bg, sess(t, m), p, specOpts(opts(), &NGram{}, true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Add(bg, sess(t, m), m.Tokenizer.Tokenize(batchPrompts[1], true, false), GenerateOptions{MaxTokens: 30}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Run(bg); err != nil {
+			t.Fatal(err)
+		}
+		got := gs.Result()
+		accepted += got.Spec.Accepted
+		if gs.Err() != nil || !inLanguage(got) || smp.Greedy() && !slices.Equal(got.Tokens, alone.Tokens) {
+			t.Fatalf("%+v: batched speculative %q (%v)\nalone %q", smp, got.Text, gs.Err(), alone.Text)
 		}
 	}
 	if accepted == 0 {

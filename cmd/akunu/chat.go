@@ -47,7 +47,7 @@ func runChat(ctx *cli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), spf.check(), cf.check(), cf.notWithSpec(*spf.mode)); err != nil {
+	if err := firstError(atLeast("n", *n, 1, ""), sampling.check(), lf.check(), spf.check(), cf.check()); err != nil {
 		return err
 	}
 	if _, err := cf.parse(io.Discard); err != nil { // a bad file is refused before the model loads

@@ -49,12 +49,13 @@ func (f constrainFlags) check() error {
 	return nil
 }
 
-// notWithSpec refuses speculative decoding under a constraint: drafts
-// are verified several positions at a time, and a grammar's mask is the
-// mask of one position, advanced token by token.
+// notWithSpec refuses, in akunu bench, timing speculation and a
+// constraint at once: each compares one change against plain decode.
+// (run and chat combine them: drafts are verified row by row, each
+// masked by the grammar's state after the rows before it.)
 func (f constrainFlags) notWithSpec(spec string) error {
 	if spec != "" && f.on() {
-		return cli.FlagError{Flag: "spec", Msg: fmt.Sprintf("%s: cannot be combined with %s (a grammar masks one position at a time)", spec, f.flag())}
+		return cli.FlagError{Flag: "spec", Msg: fmt.Sprintf("%s: bench times --spec or %s against plain decode, one at a time", spec, f.flag())}
 	}
 	return nil
 }

@@ -342,9 +342,9 @@ func (e *engine) admit() {
 				j.ev.push(ev)
 				return true
 			}
-			if !constrained(o.Processors) { // a grammar masks one position at a time, not a draft's rows
-				o.Spec = e.spec.forSlot(a.Slot)
-			}
+			// Under a grammar too: verification masks each draft row by the
+			// grammar's state after the rows before it.
+			o.Spec = e.spec.forSlot(a.Slot)
 			sl.gen, err = e.b.Add(j.ctx, sl.s, j.prompt[keep:], o)
 		}
 		if err != nil {

@@ -211,16 +211,6 @@ func callDeltas(evs []toolcall.Event) (content string, calls []toolCallOut) {
 	return content, calls
 }
 
-// constrained reports whether a generation's processors hold a grammar.
-func constrained(ps []runtime.Processor) bool {
-	for _, p := range ps {
-		if _, ok := p.(*runtime.Constraint); ok {
-			return true
-		}
-	}
-	return false
-}
-
 // oneCall narrows a tool-call grammar to a single call
 // (parallel_tool_calls false): toolcall.Grammar's root repeats its call
 // rule, separated as the format separates calls, and the repetition goes.

@@ -23,7 +23,7 @@ const (
 	Mistral
 )
 
-var formatNames = [...]string{None: "none", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral"}
+var formatNames = [...]string{None: "none", Hermes: "hermes", Llama3: "llama3", Mistral: "mistral"} // akunu:not-arch: tool-call format names
 
 // Formats lists the formats with calls, in the order FormatOf tries them.
 var Formats = []Format{Hermes, Llama3, Mistral}
