@@ -260,3 +260,18 @@ func SourceDir() (string, error) {
 	}
 	return dir, nil
 }
+
+// SourceFile reads a file of llama.cpp's pinned source, rel to its root
+// (tests read llama.cpp's test cases this way); the error wraps
+// ErrNotInstalled when the source is not there.
+func SourceFile(rel string) (string, error) {
+	dir, err := SourceDir()
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		return "", fmt.Errorf("llama.cpp source %s: %w", rel, err)
+	}
+	return string(b), nil
+}

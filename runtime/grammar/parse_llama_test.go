@@ -1,6 +1,8 @@
 package grammar
 
 import (
+	"github.com/akunu-dev/akunu/internal/cppcases"
+
 	"errors"
 	"fmt"
 	"reflect"
@@ -106,7 +108,7 @@ func equalAlts(a, b [][]Elem) bool {
 }
 
 // llamaSymbols reads {{"name", id}, ...}.
-func llamaSymbols(list []cppVal) (map[string]int, error) {
+func llamaSymbols(list []cppcases.Val) (map[string]int, error) {
 	out := map[string]int{}
 	for _, it := range list {
 		if !it.IsList || len(it.List) != 2 || !it.List[0].IsStr || len(it.List[1].Toks) != 1 {
@@ -124,7 +126,7 @@ func llamaSymbols(list []cppVal) (map[string]int, error) {
 // llamaRules decodes llama.cpp's flat {{TYPE, value}, ...} encoding: rules
 // end with END, alternatives are split by ALT, a CHAR or CHAR_NOT starts a
 // class that CHAR_RNG_UPPER and CHAR_ALT extend.
-func llamaRules(list []cppVal) ([][][]Elem, error) {
+func llamaRules(list []cppcases.Val) ([][][]Elem, error) {
 	var rules [][][]Elem
 	var alts [][]Elem
 	var alt []Elem
@@ -146,13 +148,13 @@ func llamaRules(list []cppVal) ([][][]Elem, error) {
 		vt := it.List[1].Toks[0]
 		var v int64
 		switch vt.Kind {
-		case cppChar:
+		case cppcases.Char:
 			r, n := utf8.DecodeRuneInString(vt.Text)
 			if n == 0 || n != len(vt.Text) {
 				return nil, fmt.Errorf("line %d: character literal %q is not one character", it.Line, vt.Text)
 			}
 			v = int64(r)
-		case cppNumber:
+		case cppcases.Number:
 			n, err := strconv.ParseInt(vt.Text, 0, 64)
 			if err != nil {
 				return nil, fmt.Errorf("line %d: element value: %v", it.Line, err)
@@ -372,64 +374,5 @@ func sameGrammar(a, b *Grammar) error {
 			return err
 		}
 		next--
-	}
-}
-
-// TestCppExtractor: the C++ case reader decodes raw strings, escapes,
-// adjacent literals, + chains, token(N), variables and brace lists, and
-// skips comments, preprocessor lines and declarations.
-func TestCppExtractor(t *testing.T) {
-	src := `#include <x.h>
-#define F(a) \
-    f(a)
-static void f(const std::string & s, int n); // f("not a call")
-/* f("nor this") */
-static void g() {
-    const std::string v = R"""(root ::= "a"
-)""" "b\x41\101\u00e9\n\"" ;
-    f("a" "b" + std::string("c"), {1, 'x', '\n'});
-    f(v + token(258), {{"k", 3}, {LLAMA_X, /* c */ 'q'},});
-    f(R"delim(a)"b)delim", {});
-    f(other + "x", {});
-}`
-	toks, err := cppTokens(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fns := cppFuncs(toks)
-	if len(fns) != 1 || fns[0].Name != "g" {
-		t.Fatalf("functions %+v, want g", fns)
-	}
-	calls := cppCalls(fns[0].Body, "f", cppVars(fns[0].Body))
-	if len(calls) != 4 {
-		t.Fatalf("%d calls, want 4", len(calls))
-	}
-	want := []struct {
-		str   string
-		isStr bool
-		list  int
-		line  int
-	}{
-		{"abc", true, 3, 9},
-		{"root ::= \"a\"\nbA" + "Aé\n\"" + "\xff\x00\x00\x01\x02", true, 2, 10},
-		{`a)"b`, true, 0, 11},
-		{"", false, 0, 12},
-	}
-	for i, w := range want {
-		c := calls[i]
-		if c.Line != w.line || len(c.Args) != 2 || c.Args[0].IsStr != w.isStr || c.Args[0].Str != w.str || !c.Args[1].IsList || len(c.Args[1].List) != w.list {
-			t.Errorf("call %d: line %d, %d args, %+v", i, c.Line, len(c.Args), c.Args)
-		}
-	}
-	if !calls[1].Args[0].HasToken || calls[0].Args[0].HasToken {
-		t.Error("HasToken wrong")
-	}
-	l := calls[0].Args[1].List
-	if l[1].Toks[0].Kind != cppChar || l[1].Toks[0].Text != "x" || l[2].Toks[0].Text != "\n" {
-		t.Errorf("char literals %+v", l)
-	}
-	kv := calls[1].Args[1].List
-	if !kv[0].IsList || kv[0].List[0].Str != "k" || kv[1].List[1].Toks[0].Text != "q" {
-		t.Errorf("nested lists %+v", kv)
 	}
 }

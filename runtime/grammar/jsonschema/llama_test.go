@@ -2,10 +2,14 @@ package jsonschema
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/akunu-dev/akunu/internal/cppcases"
+	"github.com/akunu-dev/akunu/internal/llamacpp"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/runtime/grammar"
 )
 
@@ -76,25 +80,24 @@ func converterCases(t *testing.T) []converterCase {
 	if src == "" {
 		return nil
 	}
-	toks, err := lexCpp(src)
+	calls, err := cppcases.FileCalls(src, "test")
 	if err != nil {
 		t.Fatalf("test-json-schema-to-grammar.cpp: %v", err)
 	}
-	calls, bad := callsOf(toks, "test")
-	if len(bad) > 0 {
-		t.Fatalf("test-json-schema-to-grammar.cpp: calls to test at lines %v are not plain values; teach the extractor", bad)
-	}
 	var out []converterCase
-	for _, args := range calls {
-		if len(args) != 1 || len(args[0].list) != 4 {
-			t.Fatalf("line %d: test(...) is not {status, name, schema, grammar}", args[0].line)
+	for _, c := range calls {
+		if len(c.Args) != 1 || !c.Args[0].IsList || len(c.Args[0].List) != 4 {
+			t.Fatalf("line %d: test(...) is not {status, name, schema, grammar}", c.Line)
 		}
-		l := args[0].list
-		st, name, schema, gram := l[0].ident, l[1].str, l[2].str, l[3].str
-		if (st != "SUCCESS" && st != "FAILURE") || name == nil || schema == nil || gram == nil {
-			t.Fatalf("line %d: test(...) is not {status, name, schema, grammar}", l[0].line)
+		l := c.Args[0].List
+		st := ""
+		if len(l[0].Toks) == 1 && l[0].Toks[0].Kind == cppcases.Ident {
+			st = l[0].Toks[0].Text
 		}
-		out = append(out, converterCase{*name, *schema, *gram, st == "FAILURE", l[0].line})
+		if (st != "SUCCESS" && st != "FAILURE") || !l[1].IsStr || !l[2].IsStr || !l[3].IsStr {
+			t.Fatalf("line %d: test(...) is not {status, name, schema, grammar}", c.Line)
+		}
+		out = append(out, converterCase{l[1].Str, l[2].Str, l[3].Str, st == "FAILURE", l[0].Line})
 	}
 	if len(out) < wantConverterCases {
 		t.Fatalf("test-json-schema-to-grammar.cpp: extracted %d cases, fewer than the %d found when this test was written", len(out), wantConverterCases)
@@ -235,62 +238,59 @@ func TestLlamaIntegrationSchemas(t *testing.T) {
 	if src == "" {
 		return
 	}
-	toks, err := lexCpp(src)
+	calls, err := cppcases.FileCalls(src, "test_schema")
 	if err != nil {
 		t.Fatalf("test-grammar-integration.cpp: %v", err)
-	}
-	calls, bad := callsOf(toks, "test_schema")
-	if len(bad) > 0 {
-		t.Fatalf("test-grammar-integration.cpp: calls to test_schema at lines %v are not plain values; teach the extractor", bad)
 	}
 	if len(calls) < wantIntegrationCases {
 		t.Fatalf("test-grammar-integration.cpp: extracted %d test_schema cases, fewer than the %d found when this test was written", len(calls), wantIntegrationCases)
 	}
-	strs := func(v cval) ([]string, bool) {
+	strs := func(v cppcases.Val) ([]string, bool) {
 		var out []string
-		for _, e := range v.list {
-			if e.str == nil {
+		for _, e := range v.List {
+			if !e.IsStr {
 				return nil, false
 			}
-			out = append(out, *e.str)
+			out = append(out, e.Str)
 		}
-		return out, v.list != nil
+		return out, v.IsList
 	}
 	seen := map[string]bool{}
-	for _, args := range calls {
-		if len(args) != 4 || args[0].str == nil || args[1].str == nil {
-			t.Fatalf("line %d: test_schema(...) is not (name, schema, passing, failing)", args[0].line)
+	for _, c := range calls {
+		args := c.Args
+		if len(args) != 4 || !args[0].IsStr || !args[1].IsStr {
+			t.Fatalf("line %d: test_schema(...) is not (name, schema, passing, failing)", c.Line)
 		}
-		name, schema := *args[0].str, *args[1].str
+		name, schema := args[0].Str, args[1].Str
 		pass, ok1 := strs(args[2])
 		fail, ok2 := strs(args[3])
 		if !ok1 || !ok2 {
-			t.Fatalf("line %d: test_schema(...)'s strings are not lists of literals", args[0].line)
+			t.Fatalf("line %d: test_schema(...)'s strings are not lists of literals", c.Line)
 		}
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
 			g, err := Grammar([]byte(schema), Options{})
 			if why, ok := refusedIntegrationCases[name]; ok {
 				if err == nil {
-					t.Errorf("line %d: listed as refused (%s) but converts now", args[0].line, why)
+					t.Errorf("line %d: listed as refused (%s) but converts now", c.Line, why)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("line %d: %v", args[0].line, err)
+				t.Fatalf("line %d: %v", c.Line, err)
 			}
 			m, err := grammar.Compile(g)
 			if err != nil {
-				t.Fatalf("line %d: compile: %v", args[0].line, err)
+				t.Fatalf("line %d: compile: %v", c.Line, err)
 			}
 			for _, s := range pass {
 				if !m.Accepts(s) {
-					t.Errorf("line %d: refuses %s", args[0].line, quote(s))
+					t.Errorf("line %d: refuses %s", c.Line, quote(s))
 				}
 			}
 			for _, s := range fail {
 				if m.Accepts(s) {
-					t.Errorf("line %d: accepts %s", args[0].line, quote(s))
+					t.Errorf("line %d: accepts %s", c.Line, quote(s))
 				}
 			}
 		})
@@ -300,4 +300,19 @@ func TestLlamaIntegrationSchemas(t *testing.T) {
 			t.Errorf("refused case %q is not in the file any more", name)
 		}
 	}
+}
+
+// llamaSource reads a file of llama.cpp's pinned source, or reports the
+// missing source through proof.Missing.
+func llamaSource(t *testing.T, rel string) string {
+	t.Helper()
+	src, err := llamacpp.SourceFile(rel)
+	if errors.Is(err, llamacpp.ErrNotInstalled) {
+		proof.Missing(t, "llama.cpp source "+rel, err.Error())
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }
