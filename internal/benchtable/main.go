@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/akunu-dev/akunu/runtime"
 )
 
 // Bars are issue 11's: decode ≥ 1.2× llama.cpp, prefill ≥ 1.0×.
@@ -169,9 +171,9 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 				}
 			}
 			for _, row := range []*Row{&ppRow, &tgRow} {
-				row.AkunuMed, row.LlamaMed = median(row.Akunu), median(row.Llama)
+				row.AkunuMed, row.LlamaMed = runtime.Median(row.Akunu), runtime.Median(row.Llama)
 				row.PeerFrom = "llamapeer"
-				if m := median(row.Bench); m > row.LlamaMed {
+				if m := runtime.Median(row.Bench); m > row.LlamaMed {
 					row.LlamaMed, row.PeerFrom = m, "llama-bench"
 				}
 				if row.LlamaMed > 0 {
@@ -263,18 +265,6 @@ func (b *bench) llamaBench(model string, threads int) (pp, tg []float64, err err
 	return pp, tg, nil
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 func spread(xs []float64) string {
 	if len(xs) == 0 {
 		return "-"
@@ -298,10 +288,10 @@ func (t *Table) print() {
 		}
 		lb := "-"
 		if len(r.Bench) > 0 {
-			lb = fmt.Sprintf("%.1f [%s]", median(r.Bench), spread(r.Bench))
+			lb = fmt.Sprintf("%.1f [%s]", runtime.Median(r.Bench), spread(r.Bench))
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s\t%.1f [%s]\t%.1f [%s]\t%s\t%.2f×\t≥%.1f×\t%s\t%s\n", r.Model, r.Threads, r.Test,
-			r.AkunuMed, spread(r.Akunu), median(r.Llama), spread(r.Llama), lb, r.Ratio, r.Bar, verdict, share)
+			r.AkunuMed, spread(r.Akunu), runtime.Median(r.Llama), spread(r.Llama), lb, r.Ratio, r.Bar, verdict, share)
 	}
 	w.Flush()
 }

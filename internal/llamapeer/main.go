@@ -134,6 +134,8 @@ func run(model string, threads, pp, tg, tgCtx, reps int) (*Result, error) {
 	return r, nil
 }
 
+// median is runtime.Median, not imported: this program links nothing of
+// akunu's engine.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

@@ -124,15 +124,7 @@ func (x *Index) walk(mk []uint32, s int32, from, to int) {
 	x.stateD[depth[from]-1] = s
 	for i := from; i < to; {
 		d := depth[i]
-		ps := x.stateD[d-1]
-		st := &m.states[ps]
-		var ns int32 = unknown
-		if st.next != nil {
-			ns = st.next[b[i]]
-		}
-		if ns == unknown {
-			ns = m.step(ps, b[i])
-		}
+		ns := m.stepSeen(x.stateD[d-1], b[i])
 		if ns < 0 {
 			i = int(end[i])
 			continue
@@ -157,15 +149,7 @@ func (x *Index) localWalk(l int32) *localMask {
 	x.stateD[0] = l
 	for i := 0; i < len(b); {
 		d := depth[i]
-		ps := x.stateD[d-1]
-		st := &m.states[ps]
-		var ns int32 = unknown
-		if st.next != nil {
-			ns = st.next[b[i]]
-		}
-		if ns == unknown {
-			ns = m.step(ps, b[i])
-		}
+		ns := m.stepSeen(x.stateD[d-1], b[i])
 		if ns < 0 {
 			i = int(end[i])
 			continue
@@ -317,4 +301,15 @@ func (c *Matcher) SetState(s int32) error {
 	}
 	c.state = s
 	return nil
+}
+
+// stepSeen is step reading the transition table first: one array read
+// for a transition seen before. Called with m.mu held.
+func (m *Machine) stepSeen(s int32, c byte) int32 {
+	if t := m.states[s].next; t != nil {
+		if ns := t[c]; ns != unknown {
+			return ns
+		}
+	}
+	return m.step(s, c)
 }
