@@ -398,6 +398,22 @@ func (c *Context) Logits(i int) []float32 {
 	return out
 }
 
+// ArgmaxAt is the argmax of token i's logits read in place (no copy: a
+// benchmark's decode loop must not allocate 4 bytes a vocabulary entry
+// per token), -1 when that token produced none.
+func (c *Context) ArgmaxAt(i int) int {
+	if i < 0 || i >= c.nOut {
+		return -1
+	}
+	p := c.m.lib.ll.getLogitsIth(c.ptr, int32(i))
+	if p == nil {
+		return -1
+	}
+	best := Argmax(unsafe.Slice(p, c.nVocab))
+	runtime.KeepAlive(c)
+	return best
+}
+
 // Argmax is the index of the largest value, the first one on ties (NaNs
 // never win).
 func Argmax(xs []float32) int {

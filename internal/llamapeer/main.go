@@ -46,12 +46,13 @@ func main() {
 	tg := flag.Int("n", 128, "generated tokens of the decode test (0: none)")
 	tgCtx := flag.Int("c", 1, "prompt tokens fed before the decode test")
 	reps := flag.Int("r", 5, "repetitions (after one warm-up)")
+	blind := flag.Bool("blind", false, "decode without reading the logits, feeding token ids as llama-bench does (a check of the harness, not a user's decode)")
 	flag.Parse()
 	if *model == "" || flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: llamapeer -m model.gguf [-t N] [-p 512] [-n 128] [-c 1] [-r 5]")
 		os.Exit(2)
 	}
-	r, err := run(*model, *threads, *pp, *tg, max(*tgCtx, 1), max(*reps, 1))
+	r, err := run(*model, *threads, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "llamapeer:", err)
 		os.Exit(1)
@@ -63,7 +64,7 @@ func main() {
 	}
 }
 
-func run(model string, threads, pp, tg, tgCtx, reps int) (*Result, error) {
+func run(model string, threads, pp, tg, tgCtx, reps int, blind bool) (*Result, error) {
 	lib, err := llamacpp.Load()
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func run(model string, threads, pp, tg, tgCtx, reps int) (*Result, error) {
 			if err := ctx.DecodeLast(prompt(pp), 0); err != nil {
 				return nil, err
 			}
-			_ = ctx.Logits(pp - 1)
+			_ = ctx.ArgmaxAt(pp - 1)
 			if i >= 0 {
 				r.PPRuns = append(r.PPRuns, float64(pp)/time.Since(t0).Seconds())
 			}
@@ -117,13 +118,17 @@ func run(model string, threads, pp, tg, tgCtx, reps int) (*Result, error) {
 			if err := ctx.DecodeLast(prompt(tgCtx), 0); err != nil {
 				return nil, err
 			}
-			tok := int32(llamacpp.Argmax(ctx.Logits(tgCtx - 1)))
+			tok := int32(ctx.ArgmaxAt(tgCtx - 1))
 			t0 := time.Now()
 			for j := range tg {
 				if err := ctx.DecodeLast([]int32{tok}, tgCtx+j); err != nil {
 					return nil, err
 				}
-				tok = int32(llamacpp.Argmax(ctx.Logits(0)))
+				if blind {
+					tok = int32(1 + j%max(1, lm.NVocab()-1))
+					continue
+				}
+				tok = int32(ctx.ArgmaxAt(0))
 			}
 			if i >= 0 {
 				r.TGRuns = append(r.TGRuns, float64(tg)/time.Since(t0).Seconds())
