@@ -1,8 +1,11 @@
 package jsonschema
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/akunu-dev/akunu/runtime/grammar"
 )
 
 // pattern turns a regular expression anchored by ^ and $ into GBNF for
@@ -19,10 +22,27 @@ func (c *converter) pattern(re, ptr, name string) (string, error) {
 	if err == nil && p.i < len(p.src) {
 		err = fmt.Errorf("unbalanced ')' at %d", p.i+1)
 	}
+	if err == nil {
+		err = checkClasses(out)
+	}
 	if err != nil {
 		return "", c.unsupported(ptr, "pattern %q: %v", re, err)
 	}
 	return "(" + out + ")", nil
+}
+
+// checkClasses holds what a pattern became to GBNF's own rules (a class
+// range that runs backwards, [z-a], is a regex error the translation
+// passes through): the text is self-contained, so it parses alone.
+func checkClasses(gbnf string) error {
+	if _, err := grammar.Parse("root ::= " + gbnf); err != nil {
+		var ge *grammar.Error
+		if errors.As(err, &ge) {
+			return errors.New(ge.Msg)
+		}
+		return err
+	}
+	return nil
 }
 
 type reParser struct {
