@@ -31,6 +31,9 @@ type Machine struct {
 	stateID map[string]int32
 	start   int32
 	key     []byte // scratch for state keys
+	// bytes counts what the states hold (stacks, keys, transition
+	// tables), which maxBytes bounds.
+	bytes   int
 	scratch []int32
 	err     error
 
@@ -87,6 +90,12 @@ const (
 	maxStates = 1 << 20
 	maxFrames = 1 << 22
 )
+
+// maxBytes bounds the memory a machine's states may hold (their stacks,
+// keys and transition tables): a hostile grammar or schema (a request's)
+// fails with ErrTooComplex before it takes the server's memory. A var for
+// the test that reaches it.
+var maxBytes = 256 << 20
 
 // ErrTooComplex is wrapped when matching a grammar would exceed the
 // machine's bounds (too many ambiguous parses alive at once).
@@ -268,6 +277,10 @@ func (m *Machine) Err() error {
 func (m *Machine) step(s int32, b byte) int32 {
 	st := &m.states[s]
 	if st.next == nil {
+		if m.bytes += 1024; m.bytes > maxBytes {
+			m.fail(fmt.Errorf("%w: its states would hold more than %d MiB", ErrTooComplex, maxBytes>>20))
+			return dead
+		}
 		t := new([256]int32)
 		for i := range t {
 			t[i] = unknown
@@ -353,6 +366,10 @@ func (m *Machine) intern(stacks []int32) int32 {
 	}
 	if len(m.states) >= maxStates {
 		m.fail(fmt.Errorf("%w: more than %d states", ErrTooComplex, maxStates))
+		return dead
+	}
+	if m.bytes += 8*len(stacks) + 64; m.bytes > maxBytes {
+		m.fail(fmt.Errorf("%w: its states would hold more than %d MiB", ErrTooComplex, maxBytes>>20))
 		return dead
 	}
 	id := int32(len(m.states))

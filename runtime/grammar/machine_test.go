@@ -1,9 +1,11 @@
 package grammar
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -222,4 +224,21 @@ func isEOG(v *Vocab, t int32) bool {
 		}
 	}
 	return false
+}
+
+// TestMachineMemoryBound: a machine whose states would outgrow maxBytes
+// stops with ErrTooComplex instead of taking the memory.
+func TestMachineMemoryBound(t *testing.T) {
+	defer func(b int) { maxBytes = b }(maxBytes)
+	maxBytes = 64 << 10
+	m := mustMachine(t, `root ::= [a-z]{0,1500}`) // a state a position
+	s := m.Advance(m.Start(), strings.Repeat("q", 1400))
+	if s >= 0 || !errors.Is(m.Err(), ErrTooComplex) {
+		t.Fatalf("state %d, err %v: want dead and ErrTooComplex", s, m.Err())
+	}
+	maxBytes = 256 << 20
+	m = mustMachine(t, `root ::= [a-z]{0,1500}`)
+	if !m.Accepts(strings.Repeat("q", 1400)) || m.Err() != nil {
+		t.Fatalf("within the default bound: %v", m.Err())
+	}
 }
