@@ -25,6 +25,10 @@ type Constraint struct {
 // trie m builds once. Constraints made from one index share its cache of
 // masks; an index is safe for concurrent use.
 func (m *Model) GrammarIndex(g *grammar.Grammar) (*grammar.Index, error) {
+	g, err := m.resolveTokenTexts(g)
+	if err != nil {
+		return nil, err
+	}
 	mc, err := grammar.Compile(g)
 	if err != nil {
 		return nil, err
@@ -39,6 +43,50 @@ func (m *Model) GrammarIndex(g *grammar.Grammar) (*grammar.Index, error) {
 		}
 	}
 	return grammar.NewIndex(mc, m.GrammarVocab()), nil
+}
+
+// resolveTokenTexts is g with its tokens written by text (<|im_end|>)
+// given their ids in m's vocabulary, as llama.cpp resolves them: the text
+// must tokenize, special tokens parsed, to exactly one token. g itself is
+// left as it is.
+func (m *Model) resolveTokenTexts(g *grammar.Grammar) (*grammar.Grammar, error) {
+	var out *grammar.Grammar
+	for ri, r := range g.Rules {
+		for ai, alt := range r.Alts {
+			for ei, e := range alt {
+				if e.Kind != grammar.Token || e.Text == "" || e.Token >= 0 {
+					continue
+				}
+				ids := m.Tokenizer.Tokenize(e.Text, false, true) // "<|im_end|>", brackets and all
+
+				if len(ids) != 1 {
+					return nil, fmt.Errorf("grammar: rule %q: token %s is %d tokens in this model's vocabulary, not one", r.Name, e.Text, len(ids))
+				}
+				if out == nil {
+					out = cloneGrammar(g)
+				}
+				out.Rules[ri].Alts[ai][ei].Token = ids[0]
+			}
+		}
+	}
+	if out == nil {
+		return g, nil
+	}
+	return out, nil
+}
+
+// cloneGrammar copies g's rules down to their elements.
+func cloneGrammar(g *grammar.Grammar) *grammar.Grammar {
+	c := *g
+	c.Rules = make([]grammar.Rule, len(g.Rules))
+	for i, r := range g.Rules {
+		r.Alts = make([][]grammar.Elem, len(g.Rules[i].Alts))
+		for a, alt := range g.Rules[i].Alts {
+			r.Alts[a] = append([]grammar.Elem(nil), alt...)
+		}
+		c.Rules[i] = r
+	}
+	return &c
 }
 
 // GrammarVocab is the model's tokens as a grammar matches them: each

@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/runtime/grammar"
@@ -194,5 +196,39 @@ func TestConstraintStepAllocs(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("a constrained step allocates %.1f times", allocs)
+	}
+}
+
+// TestGrammarTokenText: a token written by its text (<unk>) is resolved
+// to its id in the model's vocabulary, leaving the caller's grammar as it
+// was; text that is not one token is a clear error.
+func TestGrammarTokenText(t *testing.T) {
+	m := storiesModel(t)
+	g := mustParse(t, `root ::= " Once" !<unk> <unk>`) // SPM: "Once" is " Once"
+	x, err := m.GrammarIndex(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range g.Rules[g.Root].Alts[0] {
+		if e.Kind == grammar.Token && e.Token != -1 {
+			t.Fatalf("the caller's grammar changed: %+v", e)
+		}
+	}
+	unk := m.Tokenizer.Tokenize("<unk>", false, true)
+	if len(unk) != 1 {
+		t.Fatalf("<unk> is %v", unk)
+	}
+	c := NewConstraint(x)
+	once := m.Tokenizer.Tokenize("Once", false, false)
+	for _, tok := range once {
+		c.Accept(tok)
+	}
+	logits := make([]float32, m.vocab)
+	c.Process(logits, nil) // !<unk>: every token but <unk> (byte tokens and text alike)
+	if c.Err() != nil || !math.IsInf(float64(logits[unk[0]]), -1) {
+		t.Fatalf("after Once: err %v, <unk> logit %v (want -inf)", c.Err(), logits[unk[0]])
+	}
+	if _, err := m.GrammarIndex(mustParse(t, `root ::= <Once upon>`)); err == nil || !strings.Contains(err.Error(), "not one") {
+		t.Fatalf("a multi-token text: %v", err)
 	}
 }

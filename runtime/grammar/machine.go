@@ -211,7 +211,7 @@ func Compile(g *Grammar) (*Machine, error) {
 	}
 	m.computeMinLen()
 	if len(texts) > 0 {
-		return nil, fmt.Errorf("grammar: token %s is written by its text; write it by id (<[id]>)", texts[0])
+		return nil, fmt.Errorf("grammar: token %s is written by its text, which only a vocabulary resolves (runtime's Model.GrammarIndex does; here write <[id]>)", texts[0])
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
