@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"github.com/akunu-dev/akunu/internal/typo"
 	"sort"
 	"strings"
 )
@@ -163,7 +164,7 @@ func (c *errs) err() error {
 func suggest(name string, names []string) string {
 	best, bestD := "", -1
 	for _, n := range names {
-		d := editDistance(name, n)
+		d := typo.Distance(name, n)
 		if bestD < 0 || d < bestD || (d == bestD && n < best) {
 			best, bestD = n, d
 		}
@@ -186,32 +187,4 @@ func suggest(name string, names []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-// editDistance is the Damerau–Levenshtein distance (with adjacent
-// transpositions), which catches the usual typos: "rmsnrom" is one step from
-// "rmsnorm".
-func editDistance(a, b string) int {
-	n, m := len(a), len(b)
-	d := make([][]int, n+1)
-	for i := range d {
-		d[i] = make([]int, m+1)
-		d[i][0] = i
-	}
-	for j := 0; j <= m; j++ {
-		d[0][j] = j
-	}
-	for i := 1; i <= n; i++ {
-		for j := 1; j <= m; j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[n][m]
 }

@@ -3,6 +3,7 @@ package grammar
 import (
 	"errors"
 	"fmt"
+	"github.com/akunu-dev/akunu/internal/typo"
 	"sort"
 	"strconv"
 	"strings"
@@ -675,7 +676,7 @@ func (p *parser) suggest(name string) string {
 		if p.rules[id] == nil || p.rules[id].Line == 0 || n == name || len(n) > maxSuggest {
 			continue
 		}
-		if d := editDistance(name, n); d < bd || d == bd && n < best {
+		if d := typo.Distance(name, n); d < bd || d == bd && n < best {
 			best, bd = n, d
 		}
 	}
@@ -692,26 +693,6 @@ func quoteName(n string) string {
 		return strconv.Quote(n[:limit]) + "..."
 	}
 	return strconv.Quote(n)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // ErrLeftRecursion is wrapped by the error of a left-recursive grammar.
