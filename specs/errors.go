@@ -3,9 +3,10 @@ package specs
 import (
 	"errors"
 	"fmt"
-	"github.com/akunu-dev/akunu/internal/typo"
 	"sort"
 	"strings"
+
+	"github.com/akunu-dev/akunu/internal/typo"
 )
 
 // Sentinel errors. Every *Error wraps exactly one of them, so a caller (or a

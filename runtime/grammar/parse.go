@@ -3,11 +3,12 @@ package grammar
 import (
 	"errors"
 	"fmt"
-	"github.com/akunu-dev/akunu/internal/typo"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/akunu-dev/akunu/internal/typo"
 )
 
 // Error is a grammar error at a place in the source (1-based line and

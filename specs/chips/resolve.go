@@ -3,11 +3,12 @@ package chips
 import (
 	"errors"
 	"fmt"
-	"github.com/akunu-dev/akunu/internal/typo"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/akunu-dev/akunu/internal/typo"
 )
 
 // ErrUnknownChip is wrapped by Resolve's errors for a name no profile has.
