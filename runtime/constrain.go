@@ -93,25 +93,7 @@ func cloneGrammar(g *grammar.Grammar) *grammar.Grammar {
 // token's bytes (control tokens have none, so no grammar produces them)
 // and its end-of-generation tokens.
 func (m *Model) GrammarVocab() *grammar.Vocab {
-	m.grammarOnce.Do(func() {
-		tk := m.Tokenizer
-		pieces := make([][]byte, m.vocab)
-		var eog []int32
-		for i := range pieces {
-			id := int32(i)
-			if i >= tk.NumTokens() {
-				continue
-			}
-			if tk.IsEOG(id) {
-				eog = append(eog, id)
-			}
-			if tk.IsControl(id) {
-				continue
-			}
-			pieces[i] = []byte(tk.TokenToPiece(id, false))
-		}
-		m.grammarVocab = grammar.NewVocab(pieces, eog)
-	})
+	m.grammarOnce.Do(func() { m.grammarVocab = grammar.TokenizerVocab(m.Tokenizer, m.vocab) })
 	return m.grammarVocab
 }
 

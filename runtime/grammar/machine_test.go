@@ -129,25 +129,9 @@ func sharedVocab(t testing.TB, name string) (*Vocab, *tokenizer.Tokenizer) {
 	if voc, ok := vocabCache[path]; ok {
 		return voc, tk
 	}
-	voc := VocabOf(tk)
+	voc := TokenizerVocab(tk, tk.NumTokens())
 	vocabCache[path] = voc
 	return voc, tk
-}
-
-// VocabOf is a tokenizer's Vocab (what the runtime builds).
-func VocabOf(tk *tokenizer.Tokenizer) *Vocab {
-	pieces := make([][]byte, tk.NumTokens())
-	var eog []int32
-	for i := range pieces {
-		if tk.IsEOG(int32(i)) {
-			eog = append(eog, int32(i))
-		}
-		if tk.IsControl(int32(i)) {
-			continue
-		}
-		pieces[i] = []byte(tk.TokenToPiece(int32(i), false))
-	}
-	return NewVocab(pieces, eog)
 }
 
 func llamaGrammar(t testing.TB, name string) string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"slices"
+
+	"github.com/akunu-dev/akunu/runtime/tokenizer"
 )
 
 // Vocab is a vocabulary's token bytes as a trie laid out in preorder, so
@@ -88,6 +90,26 @@ func NewVocab(pieces [][]byte, eog []int32) *Vocab {
 		v.end[s] = int32(n)
 	}
 	return v
+}
+
+// TokenizerVocab is the Vocab of tk's tokens as a grammar matches them,
+// over n token ids (a plan's vocabulary, which may hold more ids than the
+// tokenizer names): each token's decoded bytes; control tokens have none,
+// so no grammar produces them; end-of-generation tokens are allowed where
+// the grammar may end.
+func TokenizerVocab(tk *tokenizer.Tokenizer, n int) *Vocab {
+	pieces := make([][]byte, n)
+	var eog []int32
+	for i := range min(n, tk.NumTokens()) {
+		id := int32(i)
+		if tk.IsEOG(id) {
+			eog = append(eog, id)
+		}
+		if !tk.IsControl(id) {
+			pieces[i] = []byte(tk.TokenToPiece(id, false))
+		}
+	}
+	return NewVocab(pieces, eog)
 }
 
 // Len is the number of tokens.
