@@ -72,6 +72,19 @@ func writeAlt(b *strings.Builder, names []string, alt []Elem) {
 	}
 }
 
+// Literal is GBNF for the exact text s: a quoted literal, escaped so
+// that Parse reads back s (the JSON-schema converter and the tool-call
+// grammars write their literals with it).
+func Literal(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		writeChar(&b, r, `"\`)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
 func writeClass(b *strings.Builder, rs []Range) {
 	if len(rs) == 1 && rs[0].Lo == 0 && rs[0].Hi == MaxRune {
 		b.WriteByte('.')

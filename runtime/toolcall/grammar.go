@@ -102,7 +102,7 @@ func GrammarWith(f Format, tools []Tool, name string, o GrammarOptions) (string,
 		nameJSON, _ := json.Marshal(t.Name)
 		fn := fmt.Sprintf("fn-%d", i)
 		fns = append(fns, fn)
-		rules = append(rules, fmt.Sprintf("%s ::= %s t%d-root", fn, gbnfLiteral(string(nameJSON)+`, "`+argsKey+`": `), i), args)
+		rules = append(rules, fmt.Sprintf("%s ::= %s t%d-root", fn, grammar.Literal(string(nameJSON)+`, "`+argsKey+`": `), i), args)
 	}
 	if !found {
 		return "", fmt.Errorf("tool_choice: function %q is not among the request's tools", name)
@@ -111,7 +111,7 @@ func GrammarWith(f Format, tools []Tool, name string, o GrammarOptions) (string,
 	switch f {
 	case Hermes:
 		b.WriteString(`root ::= call ("\n" call)*` + "\n")
-		fmt.Fprintf(&b, "call ::= %s %s fn %s %s\n", o.tag(f.openTag()), gbnfLiteral("\n{\"name\": "), gbnfLiteral("}\n"), o.tag(hermesClose))
+		fmt.Fprintf(&b, "call ::= %s %s fn %s %s\n", o.tag(f.openTag()), grammar.Literal("\n{\"name\": "), grammar.Literal("}\n"), o.tag(hermesClose))
 	case Llama3:
 		b.WriteString(`root ::= "{\"name\": " fn "}"` + "\n")
 	case Mistral:
@@ -168,30 +168,5 @@ func (o GrammarOptions) tag(text string) string {
 			return fmt.Sprintf("<[%d]>", id)
 		}
 	}
-	return gbnfLiteral(text)
-}
-
-// gbnfLiteral is GBNF for the exact text s.
-func gbnfLiteral(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02X`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
+	return grammar.Literal(text)
 }

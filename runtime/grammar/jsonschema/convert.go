@@ -213,37 +213,9 @@ func ruleName(s string) string {
 	return b.String()
 }
 
-// literal is GBNF for the exact text s.
-func literal(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 || r == 0x7f {
-				fmt.Fprintf(&b, `\x%02X`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
 // jsonLiteral is GBNF for a JSON value written compactly.
 func (c *converter) jsonLiteral(n *node) string {
-	return literal(n.compact())
+	return grammar.Literal(n.compact())
 }
 
 var ignored = map[string]bool{
@@ -457,7 +429,7 @@ func (c *converter) buildObject(props []prop, required map[string]bool, add *nod
 		if err != nil {
 			return "", err
 		}
-		kvs[i] = c.add(name+"-"+p.name+"-kv", literal(strconv.Quote(p.name))+" "+sp+` ":" `+sp+" "+v)
+		kvs[i] = c.add(name+"-"+p.name+"-kv", grammar.Literal(strconv.Quote(p.name))+" "+sp+` ":" `+sp+" "+v)
 	}
 	declared := map[string]bool{}
 	for _, p := range props {
@@ -567,7 +539,7 @@ func (c *converter) notStrings(names []string) string {
 		}
 		sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
 		for _, r := range rs {
-			alts = append(alts, literal(string(r))+" ("+visit(t.kids[r])+")")
+			alts = append(alts, grammar.Literal(string(r))+" ("+visit(t.kids[r])+")")
 		}
 		// A character no name continues with here: anything after.
 		var class strings.Builder

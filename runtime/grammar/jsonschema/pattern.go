@@ -118,7 +118,7 @@ func (p *reParser) seq(depth int) (string, error) {
 			return "", fmt.Errorf("nothing to repeat before %q", r)
 		default:
 			p.i++
-			item = literal(string(r))
+			item = grammar.Literal(string(r))
 		}
 		q, err := p.quantifier()
 		if err != nil {
@@ -232,7 +232,7 @@ func (p *reParser) escape(inClass bool) (string, error) {
 	if inClass {
 		return classChar(ch), nil
 	}
-	return literal(string(ch)), nil
+	return grammar.Literal(string(ch)), nil
 }
 
 func (p *reParser) class() (string, error) {
