@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/akunu-dev/akunu/runtime"
@@ -44,12 +43,10 @@ func (req *chatRequest) structuredOf(e *entry) (*structured, *apiError) {
 		if name != "" && !hasTool(tools, name) {
 			return nil, badRequest("tool_choice", "tool_choice: the function %q is not among the tools", name)
 		}
-		gbnf, err := toolcall.GrammarWith(e.tools, tools, name, toolcall.GrammarOptions{TagToken: e.tagToken})
+		one := req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+		gbnf, err := toolcall.GrammarWith(e.tools, tools, name, toolcall.GrammarOptions{TagToken: e.tagToken, One: one})
 		if err != nil {
 			return nil, badRequest("tools", "tools: %v", err)
-		}
-		if req.ParallelToolCalls != nil && !*req.ParallelToolCalls {
-			gbnf = oneCall(gbnf)
 		}
 		st.gbnf = gbnf
 	}
@@ -209,18 +206,4 @@ func callDeltas(evs []toolcall.Event) (content string, calls []toolCallOut) {
 		}
 	}
 	return content, calls
-}
-
-// oneCall narrows a tool-call grammar to a single call
-// (parallel_tool_calls false): toolcall.Grammar's root repeats its call
-// rule, separated as the format separates calls, and the repetition goes.
-// A root of another shape is left as it is (the parser still reads every
-// call it allows).
-func oneCall(gbnf string) string {
-	for _, rep := range []string{` ("\n" call)*`, ` (", " call)*`} {
-		if i := strings.Index(gbnf, rep); i >= 0 && strings.HasPrefix(gbnf[strings.LastIndex(gbnf[:i], "\n")+1:], "root ::= ") {
-			return gbnf[:i] + gbnf[i+len(rep):]
-		}
-	}
-	return gbnf
 }

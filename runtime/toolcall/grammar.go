@@ -74,6 +74,9 @@ type GrammarOptions struct {
 	// spelled in other tokens (a control token, such as Mistral's, has no
 	// text a mask could match at all).
 	TagToken func(text string) (id int32, ok bool)
+	// One allows exactly one call (OpenAI's parallel_tool_calls: false);
+	// otherwise one or more, as the format separates them.
+	One bool
 }
 
 // GrammarWith is Grammar with options.
@@ -107,15 +110,21 @@ func GrammarWith(f Format, tools []Tool, name string, o GrammarOptions) (string,
 	if !found {
 		return "", fmt.Errorf("tool_choice: function %q is not among the request's tools", name)
 	}
+	more := func(sep string) string { // further calls, unless One
+		if o.One {
+			return ""
+		}
+		return " (" + grammar.Literal(sep) + " call)*"
+	}
 	var b strings.Builder
 	switch f {
 	case Hermes:
-		b.WriteString(`root ::= call ("\n" call)*` + "\n")
+		b.WriteString("root ::= call" + more("\n") + "\n")
 		fmt.Fprintf(&b, "call ::= %s %s fn %s %s\n", o.tag(f.openTag()), grammar.Literal("\n{\"name\": "), grammar.Literal("}\n"), o.tag(hermesClose))
 	case Llama3:
 		b.WriteString(`root ::= "{\"name\": " fn "}"` + "\n")
 	case Mistral:
-		fmt.Fprintf(&b, "root ::= %s \"[\" call (\", \" call)* \"]\"\n", o.tag(f.openTag()))
+		fmt.Fprintf(&b, "root ::= %s \"[\" call%s \"]\"\n", o.tag(f.openTag()), more(", "))
 		// The template writes each call's id after its function, and
 		// the model was trained to write one.
 		b.WriteString(`call ::= "{\"name\": " fn ", \"id\": \"" [a-zA-Z0-9]{9} "\"}"` + "\n")

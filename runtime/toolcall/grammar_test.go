@@ -276,3 +276,39 @@ func TestGrammarTagTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarOne: GrammarOptions.One allows exactly one call
+// (parallel_tool_calls: false); without it several follow as the format
+// separates them.
+func TestGrammarOne(t *testing.T) {
+	tools := []Tool{{Name: "get"}, {Name: "put"}}
+	one := `<tool_call>` + "\n" + `{"name": "get", "arguments": {}}` + "\n" + `</tool_call>`
+	two := one + "\n" + strings.Replace(one, "get", "put", 1)
+	mistral1 := `[TOOL_CALLS][{"name": "get", "arguments": {}, "id": "abcdefghi"}]`
+	mistral2 := strings.Replace(mistral1, `}]`, `}, {"name": "put", "arguments": {}, "id": "abcdefgh1"}]`, 1)
+	for _, tc := range []struct {
+		f        Format
+		one, two string
+	}{{Hermes, one, two}, {Mistral, mistral1, mistral2}} {
+		for _, single := range []bool{false, true} {
+			src, err := GrammarWith(tc.f, tools, "", GrammarOptions{One: single})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := grammar.Parse(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := grammar.Compile(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.Accepts(tc.one) {
+				t.Errorf("%v One=%v: refuses one call %q\n%s", tc.f, single, tc.one, src)
+			}
+			if got := m.Accepts(tc.two); got == single {
+				t.Errorf("%v One=%v: two calls accepted %v", tc.f, single, got)
+			}
+		}
+	}
+}
