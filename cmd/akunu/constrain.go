@@ -106,9 +106,6 @@ func (f constrainFlags) parse(warn io.Writer) (*grammar.Grammar, error) {
 	if err != nil {
 		return nil, fileError(file, err)
 	}
-	if *f.grammar == "" {
-		return g, nil // a converter's grammar may carry shared rules it does not use: no news to the user
-	}
 	for _, w := range g.Warnings {
 		fmt.Fprintf(warn, "akunu: %s:%d:%d: warning: %s\n", file, w.Line, w.Col, w.Msg)
 	}

@@ -188,13 +188,35 @@ func (c *converter) prim(name string) string {
 }
 
 func (c *converter) render() string {
-	var b strings.Builder
 	names := append([]string(nil), c.order...)
 	sort.SliceStable(names, func(i, j int) bool { return names[i] == "root" && names[j] != "root" })
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s ::= %s\n", n, c.rules[n])
+	text := func() string {
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "%s ::= %s\n", n, c.rules[n])
+		}
+		return b.String()
 	}
-	return b.String()
+	out := text()
+	// Rules the root does not reach (a default made before a keyword
+	// replaced it, a shared rule's unused kin) are left out: the parser
+	// names them as warnings, one rule a line.
+	g, err := grammar.Parse(out)
+	if err != nil || len(g.Warnings) == 0 {
+		return out
+	}
+	unused := map[int]bool{}
+	for _, w := range g.Warnings {
+		unused[w.Line-1] = true
+	}
+	kept := names[:0]
+	for i, n := range names {
+		if !unused[i] {
+			kept = append(kept, n)
+		}
+	}
+	names = kept
+	return text()
 }
 
 // ruleName makes a GBNF rule name of s.
@@ -753,11 +775,13 @@ func (c *converter) array(n *node, ptr, name string) (string, error) {
 	if hi >= 0 && hi < lo {
 		return "", c.errf(ptr+"/maxItems", "maxItems %d is below minItems %d", hi, lo)
 	}
-	item := c.prim("value")
-	if it != nil {
-		if it.kind == kArray {
-			return "", c.errf(ptr+"/"+itKey, "expected a schema")
-		}
+	var item string
+	switch {
+	case it == nil:
+		item = c.prim("value")
+	case it.kind == kArray:
+		return "", c.errf(ptr+"/"+itKey, "expected a schema")
+	default:
 		if item, err = c.visit(it, ptr+"/"+itKey, name+"-item"); err != nil {
 			return "", err
 		}

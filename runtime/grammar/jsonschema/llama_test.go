@@ -191,6 +191,9 @@ func TestLlamaConverterCases(t *testing.T) {
 			if err != nil {
 				t.Fatalf("line %d: %v", tc.line, err)
 			}
+			if g, err := grammar.Parse(ours); err != nil || len(g.Warnings) > 0 {
+				t.Errorf("line %d: our grammar: %v %v (the converter writes only rules it uses)", tc.line, err, g.Warnings)
+			}
 			root := "root"
 			if r := llamaRoots[tc.name]; r != "" {
 				root = r
