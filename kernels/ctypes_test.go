@@ -14,7 +14,7 @@ import (
 	"github.com/akunu-dev/akunu/kernels"
 )
 
-const headerPath = "metal/ShaderTypes.h"
+const headerPath = "gpu/ShaderTypes.h"
 
 // cCompiler finds the system C compiler: $CC, then gcc, cc, clang.
 func cCompiler(t *testing.T) string {

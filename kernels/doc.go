@@ -15,4 +15,4 @@
 // how a backend registers.
 package kernels
 
-//go:generate go run ./internal/gen -o metal/ShaderTypes.h
+//go:generate go run ./internal/gen -o gpu/ShaderTypes.h -metal metal

@@ -18,7 +18,7 @@ for f in "${files[@]}"; do
              -e 's/template \[\[host_name(\("[^"]*"\))\]\]/template \/* host_name(\1) *\//' "$f"
        } | "$CLANG" --target=arm64-apple-macos13 -x c++ -std=c++17 -fsyntax-only \
              -nostdinc -nostdinc++ -ffreestanding -D__METAL_VERSION__=310 \
-             -I kernels/metal/shim -I kernels/metal \
+             -I kernels/metal/shim -I kernels/metal -I kernels/gpu \
              -Wall -Wextra -Wno-unused-parameter -Werror -Werror=unknown-attributes - ; then
     status=1
   else

@@ -155,11 +155,12 @@ func TestSourcesAreSelfContained(t *testing.T) {
 	}
 }
 
-// stripped is a file's source without comments.
+// stripped is a file's source, its includes inlined (the bodies read the
+// constants), without comments.
 func stripped(t *testing.T, f string) string {
-	b, err := sources.ReadFile(f)
+	s, err := Source(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return commentRE.ReplaceAllString(string(b), "")
+	return commentRE.ReplaceAllString(s, "")
 }

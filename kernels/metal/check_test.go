@@ -18,7 +18,7 @@ import (
 var clangArgs = []string{
 	"--target=arm64-apple-macos13", "-x", "c++", "-std=c++17", "-fsyntax-only",
 	"-nostdinc", "-nostdinc++", "-ffreestanding", "-D__METAL_VERSION__=310",
-	"-I", "shim", "-I", ".",
+	"-I", "shim", "-I", ".", "-I", "../gpu",
 	"-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror", "-Werror=unknown-attributes",
 	"-",
 }

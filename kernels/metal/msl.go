@@ -10,9 +10,10 @@ import (
 	"strings"
 
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/kernels/gpu"
 )
 
-//go:embed *.metal *.h
+//go:embed *.metal
 var sources embed.FS
 
 // Files lists the .metal files, sorted.
@@ -23,7 +24,8 @@ func Files() []string {
 }
 
 // Source returns one .metal file as a self-contained translation unit: its
-// local includes ("ShaderTypes.h", "quants.h") inlined, so that the runtime
+// local includes (the prelude, "ShaderTypes.h", the family's bodies from
+// kernels/gpu) inlined, so that the runtime
 // can hand it to newLibraryWithSource without a file system. Each file is
 // one Metal library: function-constant indices are consistent within a
 // file, not across files.
@@ -35,6 +37,10 @@ var localInclude = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
 
 func expand(file string, seen map[string]bool) (string, error) {
 	b, err := sources.ReadFile(file)
+	if err != nil {
+		// the includes: the bodies, the prelude and ShaderTypes.h (kernels/gpu)
+		b, err = fs.ReadFile(gpu.FS, file)
+	}
 	if err != nil {
 		return "", fmt.Errorf("metal: %w", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/akunu-dev/akunu/kernels"
 )
 
-const committed = "../../metal/ShaderTypes.h"
+const committed = "../../gpu/ShaderTypes.h"
 
 // The committed header cannot drift from the Go structs: it must be what
 // the generator writes now.
@@ -23,7 +23,7 @@ func TestTheCommittedHeaderIsWhatTheGeneratorWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("kernels/metal/ShaderTypes.h is stale: run go generate ./kernels and commit it")
+		t.Errorf("kernels/gpu/ShaderTypes.h is stale: run go generate ./kernels and commit it")
 	}
 	if !bytes.HasPrefix(got, []byte("// Code generated ")) || !bytes.Contains(got[:200], []byte("DO NOT EDIT.")) {
 		t.Error("the header does not start with the generated-code marker")

@@ -10,8 +10,6 @@
 // multiples of 16 bytes, so the ulongs are aligned.
 #ifndef AKUNU_BOUNDS_H
 #define AKUNU_BOUNDS_H
-#include <metal_stdlib>
-using namespace metal;
 
 // bound_bytes is the byte length of buffer slot s as the host bound it,
 // read from past the end of the parameter struct p.

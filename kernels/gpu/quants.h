@@ -10,8 +10,6 @@
 #ifndef AKUNU_QUANTS_H
 #define AKUNU_QUANTS_H
 
-#include <metal_stdlib>
-using namespace metal;
 
 // Weight type tags: template arguments of the typed kernels.
 enum WType {

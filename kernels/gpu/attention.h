@@ -3,9 +3,6 @@
 // 32·ATTN_MAX_PER_LANE) and the q elements l, l+32, ... of its query.
 #ifndef AKUNU_ATTENTION_H
 #define AKUNU_ATTENTION_H
-#include <metal_stdlib>
-#include "ShaderTypes.h"
-using namespace metal;
 
 #define ATTN_MAX_PER_LANE 8 // head dims up to 256
 

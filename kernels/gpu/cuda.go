@@ -1,0 +1,125 @@
+package gpu
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CUDA is a self-contained CUDA C++ translation unit holding the entries
+// names (all of one family) with the function constants' values fixed
+// (values by constant name; a constant not given is 0, false): the CUDA
+// prelude, the parameter structs, the constants as constexpr values, the
+// bodies, and an extern "C" __global__ function per entry. NVRTC compiles
+// it with -default-device (runtime/cuda); clang's CUDA front end checks it
+// in CI (shim/cuda_shim.h first).
+//
+// An entry's parameters are its buffers' device pointers in the body's
+// order and last a pointer to the parameter struct in device memory (the
+// bound lengths that bounds.h reads follow it there). Threadgroup memory
+// is the launch's dynamic shared memory; thread positions are Metal's,
+// from the block's: the threadgroup index is blockIdx, the thread index
+// in it is threadIdx linearized x-first.
+func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (string, error) {
+	if len(names) == 0 {
+		return "", fmt.Errorf("gpu: no entries")
+	}
+	var file string
+	for _, n := range names {
+		e, ok := es[n]
+		if !ok {
+			return "", fmt.Errorf("gpu: no entry for kernel %s", n)
+		}
+		if file != "" && e.File != file {
+			return "", fmt.Errorf("gpu: %s (%s) and %s (%s) are not one family", names[0], file, n, e.File)
+		}
+		file = e.File
+	}
+	cs, err := Constants(file, es)
+	if err != nil {
+		return "", err
+	}
+	seen := map[string]bool{"prelude_cuda.h": true}
+	prelude, err := Expand("prelude_cuda.h", seen)
+	if err != nil {
+		return "", err
+	}
+	seen["ShaderTypes.h"] = true
+	types, err := Expand("ShaderTypes.h", seen)
+	if err != nil {
+		return "", err
+	}
+	body, err := Expand(file, seen)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "// akunu CUDA source generated from kernels/gpu/%s (kernels/gpu.CUDA)\n", file)
+	b.WriteString(prelude + "\n" + types + "\n")
+	for _, c := range cs {
+		v := values[c.Name]
+		if c.Type.String() == "bool" {
+			fmt.Fprintf(&b, "static constexpr bool %s = %t;\n", c.Name, v != 0)
+		} else {
+			fmt.Fprintf(&b, "static constexpr uint %s = %du;\n", c.Name, v)
+		}
+	}
+	b.WriteString(body + "\n")
+	for _, n := range names {
+		writeCUDAEntry(&b, es[n])
+	}
+	return b.String(), nil
+}
+
+func writeCUDAEntry(b *strings.Builder, e *Entry) {
+	var ps []string
+	var pname string
+	uses := map[string]bool{}
+	for _, p := range e.Params {
+		switch p.Kind {
+		case Buffer:
+			ps = append(ps, p.Type+" "+p.Name)
+		case ParamStruct:
+			pname = p.Name
+		case Special:
+			uses[p.Name] = true
+		case Threadgroup:
+			uses["tg"] = true
+		}
+	}
+	var ptype string
+	for _, p := range e.Params {
+		if p.Kind == ParamStruct {
+			ptype = strings.TrimSuffix(p.Type, "&")
+		}
+	}
+	ps = append(ps, ptype+"* akunu_p")
+	fmt.Fprintf(b, "\nextern \"C\" __global__ void %s(%s) {\n", e.Name, strings.Join(ps, ", "))
+	if uses["tgpig"] {
+		b.WriteString("    uint3 tgpig;\n    tgpig.x = blockIdx.x;\n    tgpig.y = blockIdx.y;\n    tgpig.z = blockIdx.z;\n")
+	}
+	if uses["ntg"] {
+		b.WriteString("    uint3 ntg;\n    ntg.x = blockDim.x;\n    ntg.y = blockDim.y;\n    ntg.z = blockDim.z;\n")
+	}
+	if uses["tid"] || uses["tpitg"] || uses["sg"] || uses["lane"] {
+		b.WriteString("    const uint akunu_tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);\n")
+	}
+	for _, n := range []string{"tid", "tpitg"} {
+		if uses[n] {
+			fmt.Fprintf(b, "    const uint %s = akunu_tid;\n", n)
+		}
+	}
+	if uses["sg"] {
+		b.WriteString("    const uint sg = akunu_tid / 32;\n")
+	}
+	if uses["lane"] {
+		b.WriteString("    const uint lane = akunu_tid % 32;\n")
+	}
+	for _, p := range e.Params {
+		if p.Kind == Threadgroup {
+			b.WriteString("    extern __shared__ __attribute__((aligned(16))) uchar akunu_smem[];\n")
+			fmt.Fprintf(b, "    %s %s = (%s)akunu_smem;\n", p.Type, p.Name, p.Type)
+		}
+	}
+	fmt.Fprintf(b, "    %s& %s = *akunu_p;\n", ptype, pname)
+	fmt.Fprintf(b, "    %s(%s);\n}\n", e.Call, args(e))
+}

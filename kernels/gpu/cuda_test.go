@@ -1,0 +1,124 @@
+package gpu
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/proof"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// clangCUDA checks CUDA source with clang's CUDA front end and the shim
+// (no CUDA toolkit: declarations only), every warning an error.
+func clangCUDA(t *testing.T) func(name, src string) (string, error) {
+	t.Helper()
+	cc := ""
+	for _, c := range []string{os.Getenv("CLANG"), "clang++", "clang"} {
+		if p, err := exec.LookPath(c); c != "" && err == nil {
+			cc = p
+			break
+		}
+	}
+	if cc == "" {
+		proof.Missing(t, "the CUDA kernels are not type-checked", "clang not found (apt-get install clang)")
+	}
+	return func(name, src string) (string, error) {
+		cmd := exec.Command(cc, "-x", "cuda", "--cuda-gpu-arch=sm_80", "--cuda-device-only", "-nocudainc", "-nocudalib",
+			"-fsyntax-only", "-std=c++17", "-Wall", "-Wextra", "-Wno-unused-parameter", "-Werror",
+			"-include", "shim/cuda_shim.h", "-")
+		cmd.Stdin = strings.NewReader("# 1 \"" + name + "\"\n" + src + "\n#pragma clang force_cuda_host_device end\n")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+}
+
+// constsOf gives every constant of a family a value: 1 (true).
+func constsOf(t *testing.T, f string, es map[string]*Entry) map[string]uint32 {
+	cs, err := Constants(f, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := map[string]uint32{}
+	for _, c := range cs {
+		v[c.Name] = 1
+	}
+	return v
+}
+
+// Every family, all its entries in one translation unit, is CUDA that
+// clang accepts: a syntax or type error in a body cannot land though CI
+// has no GPU. NVRTC compiles the same text on the device (runtime/cuda).
+func TestEveryFamilyIsCUDAThatClangAccepts(t *testing.T) {
+	check := clangCUDA(t)
+	es := entries(t)
+	for _, f := range Families() {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			var names []string
+			for _, e := range sortedEntries(f, es) {
+				names = append(names, e.Name)
+			}
+			src, err := CUDA(names, constsOf(t, f, es), es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out, err := check(f+".cu", src); err != nil {
+				t.Errorf("clang rejects the CUDA of %s: %v\n%s", f, err, out)
+			}
+		})
+	}
+}
+
+// The check is not a formality: a body that calls what no prelude
+// declares, or passes a float where the tile wants a pointer, is refused.
+func TestTheCUDACheckCatchesBrokenBodies(t *testing.T) {
+	check := clangCUDA(t)
+	es := entries(t)
+	src, err := CUDA([]string{"rmsnorm_f16"}, nil, es)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, edit := range map[string][2]string{
+		"an undeclared function": {"rsqrt(", "rsqrt_undeclared("},
+		"a metal-only builtin":   {"simd_sum(v);", "simd_prefix_exclusive_sum(v);"},
+		"a missing field":        {"p.eps", "p.epsilon"},
+	} {
+		if !strings.Contains(src, edit[0]) {
+			t.Fatalf("%s: %q is not in the source", name, edit[0])
+		}
+		if _, err := check("broken.cu", strings.Replace(src, edit[0], edit[1], 1)); err == nil {
+			t.Errorf("clang accepts %s", name)
+		}
+	}
+}
+
+func entries(t *testing.T) map[string]*Entry {
+	t.Helper()
+	es, err := Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// Every GPU kernel of the catalog (F16 activations: the Apple and NVIDIA
+// plans' kernels) has an entry, and every entry is such a kernel.
+func TestEveryGPUKernelHasAnEntry(t *testing.T) {
+	es := entries(t)
+	for _, k := range kernels.All() {
+		if k.Act == dtype.F16 && es[k.Name] == nil {
+			t.Errorf("%s has no entry in kernels/gpu", k.Name)
+		}
+	}
+	for n := range es {
+		if k, _ := kernels.Lookup(n); k.Act != dtype.F16 {
+			t.Errorf("entry %s: %v activations", n, k.Act)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+// Prefill GEMMs: Y[M×N] = X[M×K] · W[N×K]ᵀ (+ bias), X and Y F16, W in any
+// weight type (kernels/geometry.go: gemmGeometry).
+//
+// simd_gemm: threadgroup (x, y) owns the tile Y[32y, +32) × [64x, +64). Each
+// K step of 32 stages a 32×32 tile of X and a 64×32 tile of W, dequantized
+// to half, in threadgroup memory (6 KiB); each of the 4 SIMD groups owns a
+// 32×16 column strip of the tile and multiplies 8×8 simdgroup matrices
+// (the tile primitive of the preludes: half inputs, float accumulators). The accumulators leave through the
+// same threadgroup memory, two SIMD groups at a time (a strip is 2 KiB of
+// float), so edges need no special case.
+//
+// simd_gemm_small (2–8 rows): SIMD group g owns 8 output features and reads
+// each weight chunk once for all rows of X; lanes stride over the chunks.
+#include "quants.h"
+
+
+#define TM 32
+#define TN 64
+#define TK 32
+
+template <int T>
+inline void simd_gemm(device const uchar* w,
+                      device const half* x,
+                      device half* y,
+                      device const float* bias,
+                      constant GEMMParams& p,
+                      threadgroup half* tg,
+                      uint3 tgpig,
+                      uint tid,
+                      uint sg,
+                      uint lane) {
+    threadgroup half* sx = tg;            // [TM][TK]
+    threadgroup half* sw = tg + TM * TK;  // [TN][TK]
+    uint n0 = tgpig.x * TN, m0 = tgpig.y * TM;
+    ulong rb = row_bytes<T>(p.k);
+    tile_acc acc[4][2];
+    for (uint i = 0; i < 4; i++)
+        for (uint j = 0; j < 2; j++) tile_zero(acc[i][j]);
+    for (uint k0 = 0; k0 < p.k; k0 += TK) {
+        // X: 1024 halves, 8 per thread.
+        for (uint e = tid; e < TM * TK; e += 128) {
+            uint r = e / TK, c = e % TK;
+            sx[e] = (m0 + r < p.m && k0 + c < p.k) ? x[ulong(m0 + r) * p.lda + k0 + c] : half(0.0f);
+        }
+        // W: 64 rows × 2 chunks of 16, one chunk per thread.
+        {
+            uint r = tid / 2, c = (k0 / 16) + (tid & 1);
+            float v[16];
+            if (n0 + r < p.n && 16 * c < p.k) {
+                dequant16<T>(w + ulong(n0 + r) * rb, c, p.k, v);
+            } else {
+                for (uint i = 0; i < 16; i++) v[i] = 0.0f;
+            }
+            for (uint i = 0; i < 16; i++) sw[r * TK + (tid & 1) * 16 + i] = half(v[i]);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint kk = 0; kk < TK; kk += 8) {
+            tile_half a[4], b[2];
+            for (uint i = 0; i < 4; i++) tile_load(a[i], sx + (8 * i) * TK + kk, TK, false);
+            // Wᵀ: element (k, n) of the 8×8 block is sw[n][k], so load transposed.
+            for (uint j = 0; j < 2; j++) tile_load(b[j], sw + (sg * 16 + 8 * j) * TK + kk, TK, true);
+            for (uint i = 0; i < 4; i++)
+                for (uint j = 0; j < 2; j++) tile_mma(acc[i][j], a[i], b[j]);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    // Out through threadgroup memory, groups {0,1} then {2,3}: 32×16 floats each.
+    threadgroup float* so = (threadgroup float*)tg;
+    for (uint phase = 0; phase < 2; phase++) {
+        if (sg / 2 == phase) {
+            threadgroup float* mine = so + (sg % 2) * (TM * 16);
+            for (uint i = 0; i < 4; i++)
+                for (uint j = 0; j < 2; j++) tile_store(acc[i][j], mine + (8 * i) * 16 + 8 * j, 16);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            for (uint e = lane; e < TM * 16; e += 32) {
+                uint r = e / 16, c = e % 16, n = n0 + sg * 16 + c;
+                if (m0 + r < p.m && n < p.n) {
+                    float v = mine[e];
+                    if (has_bias) v += bias[n];
+                    y[ulong(m0 + r) * p.ldc + n] = half(v);
+                }
+            }
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+}
+
+#define SMALL_M 8
+
+template <int T>
+inline void simd_gemm_small(device const uchar* w,
+                            device const half* x,
+                            device half* y,
+                            device const float* bias,
+                            constant GEMMParams& p,
+                            uint3 tgpig,
+                            uint sg,
+                            uint lane) {
+    uint n0 = (tgpig.x * 4 + sg) * 8;
+    if (n0 >= p.n) return;
+    uint nf = min(8u, p.n - n0), m = min(p.m, uint(SMALL_M));
+    ulong rb = row_bytes<T>(p.k);
+    uint nchunks = (p.k + 15) / 16;
+    float acc[SMALL_M][8];
+    for (uint r = 0; r < SMALL_M; r++)
+        for (uint f = 0; f < 8; f++) acc[r][f] = 0.0f;
+    for (uint c = lane; c < nchunks; c += 32) {
+        for (uint f = 0; f < nf; f++) {
+            float wc[16];
+            dequant16<T>(w + ulong(n0 + f) * rb, c, p.k, wc);
+            for (uint r = 0; r < m; r++) {
+                device const half* xr = x + ulong(r) * p.lda;
+                float s = 0.0f;
+                for (uint i = 0; i < 16; i++) {
+                    uint e = 16 * c + i;
+                    if (e < p.k) s += wc[i] * float(xr[e]);
+                }
+                acc[r][f] += s;
+            }
+        }
+    }
+    for (uint r = 0; r < m; r++) {
+        for (uint f = 0; f < nf; f++) {
+            float s = simd_sum(acc[r][f]);
+            if (lane == 0) y[ulong(r) * p.ldc + n0 + f] = half(has_bias ? s + bias[n0 + f] : s);
+        }
+    }
+}
+
+//! entry simd_gemm_f32 = simd_gemm<W_F32>
+//! entry simd_gemm_small_f32 = simd_gemm_small<W_F32>
+//! entry simd_gemm_f16 = simd_gemm<W_F16>
+//! entry simd_gemm_small_f16 = simd_gemm_small<W_F16>
+//! entry simd_gemm_bf16 = simd_gemm<W_BF16>
+//! entry simd_gemm_small_bf16 = simd_gemm_small<W_BF16>
+//! entry simd_gemm_q4_0 = simd_gemm<W_Q4_0>
+//! entry simd_gemm_small_q4_0 = simd_gemm_small<W_Q4_0>
+//! entry simd_gemm_q4_1 = simd_gemm<W_Q4_1>
+//! entry simd_gemm_small_q4_1 = simd_gemm_small<W_Q4_1>
+//! entry simd_gemm_q5_0 = simd_gemm<W_Q5_0>
+//! entry simd_gemm_small_q5_0 = simd_gemm_small<W_Q5_0>
+//! entry simd_gemm_q5_1 = simd_gemm<W_Q5_1>
+//! entry simd_gemm_small_q5_1 = simd_gemm_small<W_Q5_1>
+//! entry simd_gemm_q8_0 = simd_gemm<W_Q8_0>
+//! entry simd_gemm_small_q8_0 = simd_gemm_small<W_Q8_0>
+//! entry simd_gemm_q4_k = simd_gemm<W_Q4_K>
+//! entry simd_gemm_small_q4_k = simd_gemm_small<W_Q4_K>
+//! entry simd_gemm_q5_k = simd_gemm<W_Q5_K>
+//! entry simd_gemm_small_q5_k = simd_gemm_small<W_Q5_K>
+//! entry simd_gemm_q6_k = simd_gemm<W_Q6_K>
+//! entry simd_gemm_small_q6_k = simd_gemm_small<W_Q6_K>

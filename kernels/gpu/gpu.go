@@ -1,0 +1,302 @@
+package gpu
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+//go:embed *.h shim/*.h
+var sources embed.FS
+
+// FS holds the kernel bodies, the preludes, ShaderTypes.h and the CUDA
+// shim: what a target's generated source includes.
+var FS fs.FS = sources
+
+// Entry is one catalog kernel as the bodies define it: the family file,
+// the body call (gemv<W_Q4_0>) and the body function's parameters.
+type Entry struct {
+	Name   string // the catalog kernel (gemv_q4_0)
+	File   string // the body file (gemv.h)
+	Call   string // what the entry calls (gemv<W_Q4_0>)
+	Func   string // the body function (gemv)
+	Params []Param
+}
+
+// Param is one parameter of a body function: its declared type (with the
+// dialect's address-space words) and name, and what the entry binds to it.
+type Param struct {
+	Type, Name string
+	Kind       ParamKind
+	Slot       int // the catalog's binding slot (buffers and the parameter struct)
+}
+
+// ParamKind says what an entry passes for a body parameter.
+type ParamKind uint8
+
+const (
+	Buffer      ParamKind = iota // a bound buffer (device pointer)
+	ParamStruct                  // the parameter struct (constant P&)
+	Threadgroup                  // the threadgroup memory (threadgroup T*)
+	Special                      // a thread-position value (tgpig, tid, sg, lane, ntg)
+)
+
+// specials are the thread-position parameters a body may take, by name:
+// MSL's attribute for each.
+var specials = map[string]string{
+	"tgpig": "threadgroup_position_in_grid",
+	"tid":   "thread_index_in_threadgroup",
+	"tpitg": "thread_index_in_threadgroup",
+	"sg":    "simdgroup_index_in_threadgroup",
+	"lane":  "thread_index_in_simdgroup",
+	"ntg":   "threads_per_threadgroup",
+}
+
+var (
+	entryRE   = regexp.MustCompile(`(?m)^//! entry (\w+) = (\w+)(<[^>\n]*>)?\s*$`)
+	commentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
+	includeRE = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
+)
+
+// Families lists the body files that define entries, sorted.
+func Families() []string {
+	names, _ := fs.Glob(sources, "*.h")
+	var out []string
+	for _, n := range names {
+		b, _ := sources.ReadFile(n)
+		if entryRE.Match(b) {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Entries reads every family's entries, checked against the catalog: each
+// names a catalog kernel once, and its body's buffer parameters are the
+// kernel's bindings by name (the parameter struct the kernel's).
+func Entries() (map[string]*Entry, error) {
+	out := map[string]*Entry{}
+	for _, f := range Families() {
+		b, err := sources.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		text := string(b)
+		code := commentRE.ReplaceAllString(text, "")
+		for _, m := range entryRE.FindAllStringSubmatch(text, -1) {
+			name, fn := m[1], m[2]
+			if _, dup := out[name]; dup {
+				return nil, fmt.Errorf("gpu: %s: kernel %s has two entries", f, name)
+			}
+			k, ok := kernels.Lookup(name)
+			if !ok {
+				return nil, fmt.Errorf("gpu: %s: entry %s is not a catalog kernel", f, name)
+			}
+			params, err := bodyParams(code, fn)
+			if err != nil {
+				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
+			}
+			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn}
+			for _, p := range params {
+				if err := classify(&p, k); err != nil {
+					return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
+				}
+				e.Params = append(e.Params, p)
+			}
+			if err := complete(e, k); err != nil {
+				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
+			}
+			out[name] = e
+		}
+	}
+	return out, nil
+}
+
+// bodyParams finds the definition of function fn (a template or not) in
+// code and splits its parameter list.
+func bodyParams(code, fn string) ([]Param, error) {
+	re := regexp.MustCompile(`\binline\s+void\s+` + fn + `\s*\(`)
+	loc := re.FindStringIndex(code)
+	if loc == nil {
+		return nil, fmt.Errorf("no body function %q (inline void %s(...))", fn, fn)
+	}
+	list, err := balanced(code, loc[1]-1)
+	if err != nil {
+		return nil, fmt.Errorf("body %s: %w", fn, err)
+	}
+	var out []Param
+	for _, p := range splitTop(list) {
+		p = strings.Join(strings.Fields(p), " ")
+		j := strings.LastIndexFunc(p, func(r rune) bool { return !isIdent(r) })
+		if j < 0 || j == len(p)-1 {
+			return nil, fmt.Errorf("body %s: parameter %q has no name", fn, p)
+		}
+		out = append(out, Param{Type: strings.TrimSpace(p[:j+1]), Name: p[j+1:]})
+	}
+	return out, nil
+}
+
+func classify(p *Param, k *kernels.Kernel) error {
+	if _, ok := specials[p.Name]; ok {
+		p.Kind = Special
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(p.Type, "threadgroup "):
+		p.Kind = Threadgroup
+		return nil
+	case strings.HasPrefix(p.Type, "constant ") && strings.HasSuffix(p.Type, "&"):
+		want := k.Params.Name
+		if strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(p.Type, "constant "), "&")) != want {
+			return fmt.Errorf("parameter %s is %q, the catalog's struct is %s", p.Name, p.Type, want)
+		}
+		p.Kind, p.Slot = ParamStruct, k.ParamSlot
+		return nil
+	case strings.HasPrefix(p.Type, "device "):
+		for _, b := range k.Bindings {
+			if b.Name == p.Name && b.Slot != k.ParamSlot {
+				p.Kind, p.Slot = Buffer, b.Slot
+				return nil
+			}
+		}
+		return fmt.Errorf("parameter %s is not a binding of the catalog's %s", p.Name, k.Name)
+	}
+	return fmt.Errorf("parameter %q %s is neither a buffer (device), the parameter struct (constant P&), threadgroup memory nor a thread position", p.Type, p.Name)
+}
+
+// complete checks that every binding of k is a parameter of the body.
+func complete(e *Entry, k *kernels.Kernel) error {
+	for _, b := range k.Bindings {
+		found := false
+		for _, p := range e.Params {
+			found = found || (p.Kind == Buffer || p.Kind == ParamStruct) && p.Slot == b.Slot
+		}
+		if !found {
+			return fmt.Errorf("the catalog's slot %d (%s) is not a parameter of %s", b.Slot, b.Name, e.Func)
+		}
+	}
+	return nil
+}
+
+// Constants are the function constants of a family file: the union of its
+// kernels' catalog constants, one name per index.
+func Constants(file string, es map[string]*Entry) ([]kernels.Constant, error) {
+	byIndex := map[int]kernels.Constant{}
+	for _, e := range es {
+		if e.File != file {
+			continue
+		}
+		k, _ := kernels.Lookup(e.Name)
+		for _, c := range k.Constants {
+			if o, ok := byIndex[c.Index]; ok && (o.Name != c.Name || o.Type != c.Type) {
+				return nil, fmt.Errorf("gpu: %s: constant %d is %s %s for one kernel and %s %s for %s", file, c.Index, o.Type, o.Name, c.Type, c.Name, e.Name)
+			}
+			byIndex[c.Index] = c
+		}
+	}
+	out := make([]kernels.Constant, 0, len(byIndex))
+	for _, c := range byIndex {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
+	return out, nil
+}
+
+// Expand returns a body file with its local includes inlined, each once.
+func Expand(file string, seen map[string]bool) (string, error) {
+	b, err := sources.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("gpu: %w", err)
+	}
+	var err2 error
+	out := includeRE.ReplaceAllStringFunc(string(b), func(line string) string {
+		inc := includeRE.FindStringSubmatch(line)[1]
+		if seen[inc] {
+			return "// (" + inc + ": inlined above)"
+		}
+		seen[inc] = true
+		s, err := Expand(inc, seen)
+		if err != nil && err2 == nil {
+			err2 = err
+		}
+		return s
+	})
+	return out, err2
+}
+
+// sortedEntries are the entries of file in name order.
+func sortedEntries(file string, es map[string]*Entry) []*Entry {
+	var out []*Entry
+	for _, e := range es {
+		if e.File == file {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func args(e *Entry) string {
+	names := make([]string, len(e.Params))
+	for i, p := range e.Params {
+		names[i] = p.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// balanced returns the text between the parenthesis at open and its match.
+func balanced(s string, open int) (string, error) {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth == 0 {
+				return s[open+1 : i], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("unbalanced parenthesis")
+}
+
+// splitTop splits a parameter list at the commas outside brackets.
+func splitTop(s string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '<', '{':
+			depth++
+		case ')', ']', '>', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, s[start:])
+}
+
+func isIdent(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+func constType(c kernels.Constant) string {
+	if c.Type == kernels.ConstBool {
+		return "bool"
+	}
+	return "uint"
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

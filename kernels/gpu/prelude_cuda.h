@@ -1,0 +1,129 @@
+// prelude_cuda.h: the CUDA side of the kernel dialect (kernels/gpu/doc.go).
+// It makes the MSL subset the kernel bodies are written in valid CUDA C++,
+// compiled by NVRTC with -default-device (every function without an
+// execution space is a device function, as every MSL function is). It
+// uses only what NVRTC declares without headers (blockIdx, __syncthreads,
+// __shfl_*_sync, the float math functions); clang's CUDA front end checks
+// it in CI with shim/cuda_shim.h declaring the same.
+#ifndef AKUNU_PRELUDE_H
+#define AKUNU_PRELUDE_H
+
+#define AKUNU_CUDA 1
+
+// ---- Address spaces: CUDA has one generic pointer; constant data is const.
+#define device
+#define thread
+#define threadgroup
+#define constant const
+
+// ---- Scalar types.
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long long ulong;
+typedef unsigned int uint32_t;
+typedef int int32_t;
+
+// half: IEEE binary16, converted with round-to-nearest-even as Metal does.
+struct half {
+    ushort bits;
+    half() = default;
+    half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+    operator float() const {
+        float f;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+        return f;
+    }
+};
+
+// as_type reinterprets the bits of a value of the same size.
+template <typename T, typename U> inline T as_type(U u) {
+    static_assert(sizeof(T) == sizeof(U), "as_type between sizes");
+    union {
+        U u;
+        T t;
+    } v;
+    v.u = u;
+    return v.t;
+}
+
+// ---- Math: MSL's names on CUDA's float functions. precise:: and fast::
+// name the same functions here (CUDA's are accurate to a few ulp).
+#define precise
+#define fast
+#define exp(x) expf(x)
+#define log(x) logf(x)
+#define sin(x) sinf(x)
+#define cos(x) cosf(x)
+#define tanh(x) tanhf(x)
+#define pow(x, y) powf(x, y)
+#define sqrt(x) sqrtf(x)
+#define rsqrt(x) rsqrtf(x)
+#define floor(x) floorf(x)
+#define ceil(x) ceilf(x)
+#define isnan(x) ((x) != (x))
+#define INFINITY __builtin_huge_valf()
+#define M_PI_F 3.14159265358979323846f
+
+template <typename T> inline T min(T a, T b) { return b < a ? b : a; }
+template <typename T> inline T max(T a, T b) { return a < b ? b : a; }
+
+// ---- SIMD groups are warps: 32 lanes.
+inline float simd_sum(float v) {
+    for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+inline float simd_max(float v) {
+    for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+inline float simd_shuffle_down(float v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
+inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
+
+namespace mem_flags {
+enum flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2 };
+}
+inline void threadgroup_barrier(mem_flags::flags f) {
+    if (f & mem_flags::mem_device) __threadfence_block();
+    __syncthreads();
+}
+inline void simdgroup_barrier(mem_flags::flags) { __syncwarp(); }
+                              
+                              // ---- The 8×8 tile primitive (one warp). This first form computes from
+                              // the shared memory the operands were loaded from: lane l owns elements
+                              // (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of the accumulator and reads its row
+                              // of a and its columns of b at tile_mma. The GEMM only loads a tile from
+                              // threadgroup memory it does not change before the multiply, so this is
+                              // the simdgroup matrices' arithmetic (float accumulation of half products).
+                              // mma.sync is the step still to take for speed (docs/cuda.md).
+                              struct tile_acc {
+    float v[2];
+};
+struct tile_half {
+    const half* p;
+    uint ld;
+    bool t;
+};
+inline uint akunu_lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; }
+inline void tile_zero(tile_acc& d) { d.v[0] = d.v[1] = 0.0f; }
+                      inline void tile_load(tile_half& m, const half* src, uint ld, bool t) {
+    m.p = src;
+    m.ld = ld;
+    m.t = t;
+}
+inline float tile_at(const tile_half& m, uint r, uint c) { return float(m.t ? m.p[c * m.ld + r] : m.p[r * m.ld + c]); }
+inline void tile_mma(tile_acc& d, const tile_half& a, const tile_half& b) {
+    uint l = akunu_lane(), i = l / 4, j = 2 * (l % 4);
+    for (uint k = 0; k < 8; k++) {
+        float aik = tile_at(a, i, k);
+        d.v[0] += aik * tile_at(b, k, j);
+        d.v[1] += aik * tile_at(b, k, j + 1);
+    }
+}
+inline void tile_store(const tile_acc& d, float* dst, uint ld) {
+    uint l = akunu_lane(), i = l / 4, j = 2 * (l % 4);
+    dst[i * ld + j] = d.v[0];
+    dst[i * ld + j + 1] = d.v[1];
+}
+
+#endif // AKUNU_PRELUDE_H

@@ -1,0 +1,29 @@
+// prelude_metal.h: the Metal side of the kernel dialect (kernels/gpu/doc.go).
+// The kernel bodies are written in the subset of MSL that prelude_cuda.h
+// also makes valid CUDA C++; what the two targets do differently is here
+// and in prelude_cuda.h, and nowhere else.
+#ifndef AKUNU_PRELUDE_H
+#define AKUNU_PRELUDE_H
+#include <metal_stdlib>
+using namespace metal;
+
+#define AKUNU_METAL 1
+
+// ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
+// unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
+// tile_load reads an 8×8 block of halves at src (row stride ld), transposed
+// when t; tile_mma adds a·b to d; tile_store writes d as floats.
+typedef simdgroup_float8x8 tile_acc;
+typedef simdgroup_half8x8 tile_half;
+
+inline void tile_zero(thread tile_acc& d) { d = make_filled_simdgroup_matrix<float, 8, 8>(0.0f); }
+                      inline void tile_load(thread tile_half& m, threadgroup const half* src, uint ld, bool t) {
+    simdgroup_load(m, src, ld, ulong2(0), t);
+}
+inline void tile_mma(thread tile_acc& d, thread const tile_half& a, thread const tile_half& b) {
+    simdgroup_multiply_accumulate(d, a, b, d);
+}
+inline void tile_store(thread const tile_acc& d, threadgroup float* dst, uint ld) { simdgroup_store(d, dst, ld); }
+                       
+                       #endif // AKUNU_PRELUDE_H
+                       
