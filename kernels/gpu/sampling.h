@@ -70,6 +70,12 @@ inline float gumbel_noise(uint key, uint i) {
     return -precise::log(-precise::log(u));
 }
 
+// upper_mid is the upper middle of [lo, hi], (lo + hi + 1) / 2, without
+// the overflow of hi - lo + 1 when the range is all of uint: that wrapped
+// to 0, mid stayed lo, and the bisection never ended (found when the
+// kernel first ran on a GPU, on CUDA).
+inline uint upper_mid(uint lo, uint hi) { return uint((ulong(lo) + ulong(hi) + 1) / 2); }
+
 // order maps a float to a uint with the same order (for bisection on the
 // threshold); -inf and NaN never are candidates.
 inline uint order(float v) {
@@ -138,7 +144,7 @@ inline void gumbel_topk(device half* logits,
         // the largest order key tv with count(order ≥ tv) ≥ top_k
         uint lo = 0, hi = 0xFFFFFFFFu;
         while (lo < hi) {
-            uint mid = lo + (hi - lo + 1) / 2, c = 0;
+            uint mid = upper_mid(lo, hi), c = 0;
             for (uint i = tid; i < v; i += VOCAB_TG) {
                 float l = float(logits[i]);
                 c += candidate(l) && order(l) >= mid;
@@ -171,7 +177,7 @@ inline void gumbel_topk(device half* logits,
         // the largest order key tv whose mass(order ≥ tv) reaches need
         uint lo = cutv, hi = 0xFFFFFFFFu;
         while (lo < hi) {
-            uint mid = lo + (hi - lo + 1) / 2;
+            uint mid = upper_mid(lo, hi);
             float s = 0.0f;
             for (uint i = tid; i < v; i += VOCAB_TG) {
                 float l = float(logits[i]);
