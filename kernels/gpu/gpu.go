@@ -27,6 +27,9 @@ type Entry struct {
 	Call   string // what the entry calls (gemv<W_Q4_0>)
 	Func   string // the body function (gemv)
 	Params []Param
+	// Body is the body function's code (its braces' contents, comments
+	// removed).
+	Body string
 }
 
 // Param is one parameter of a body function: its declared type (with the
@@ -99,11 +102,11 @@ func Entries() (map[string]*Entry, error) {
 			if !ok {
 				return nil, fmt.Errorf("gpu: %s: entry %s is not a catalog kernel", f, name)
 			}
-			params, err := bodyParams(code, fn)
+			params, body, err := bodyParams(code, fn)
 			if err != nil {
 				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
 			}
-			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn}
+			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body}
 			for _, p := range params {
 				if err := classify(&p, k); err != nil {
 					return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
@@ -120,27 +123,35 @@ func Entries() (map[string]*Entry, error) {
 }
 
 // bodyParams finds the definition of function fn (a template or not) in
-// code and splits its parameter list.
-func bodyParams(code, fn string) ([]Param, error) {
+// code and splits its parameter list; it returns its body too.
+func bodyParams(code, fn string) ([]Param, string, error) {
 	re := regexp.MustCompile(`\binline\s+void\s+` + fn + `\s*\(`)
 	loc := re.FindStringIndex(code)
 	if loc == nil {
-		return nil, fmt.Errorf("no body function %q (inline void %s(...))", fn, fn)
+		return nil, "", fmt.Errorf("no body function %q (inline void %s(...))", fn, fn)
 	}
-	list, err := balanced(code, loc[1]-1)
+	list, err := balanced(code, loc[1]-1, '(', ')')
 	if err != nil {
-		return nil, fmt.Errorf("body %s: %w", fn, err)
+		return nil, "", fmt.Errorf("body %s: %w", fn, err)
+	}
+	bo := strings.IndexByte(code[loc[1]+len(list):], '{')
+	if bo < 0 {
+		return nil, "", fmt.Errorf("body %s has no braces", fn)
+	}
+	body, err := balanced(code, loc[1]+len(list)+bo, '{', '}')
+	if err != nil {
+		return nil, "", fmt.Errorf("body %s: %w", fn, err)
 	}
 	var out []Param
 	for _, p := range splitTop(list) {
 		p = strings.Join(strings.Fields(p), " ")
 		j := strings.LastIndexFunc(p, func(r rune) bool { return !isIdent(r) })
 		if j < 0 || j == len(p)-1 {
-			return nil, fmt.Errorf("body %s: parameter %q has no name", fn, p)
+			return nil, "", fmt.Errorf("body %s: parameter %q has no name", fn, p)
 		}
 		out = append(out, Param{Type: strings.TrimSpace(p[:j+1]), Name: p[j+1:]})
 	}
-	return out, nil
+	return out, body, nil
 }
 
 func classify(p *Param, k *kernels.Kernel) error {
@@ -251,21 +262,21 @@ func args(e *Entry) string {
 	return strings.Join(names, ", ")
 }
 
-// balanced returns the text between the parenthesis at open and its match.
-func balanced(s string, open int) (string, error) {
+// balanced returns the text between the bracket lb at open and its match.
+func balanced(s string, open int, lb, rb byte) (string, error) {
 	depth := 0
 	for i := open; i < len(s); i++ {
 		switch s[i] {
-		case '(':
+		case lb:
 			depth++
-		case ')':
+		case rb:
 			depth--
 			if depth == 0 {
 				return s[open+1 : i], nil
 			}
 		}
 	}
-	return "", fmt.Errorf("unbalanced parenthesis")
+	return "", fmt.Errorf("unbalanced %c", lb)
 }
 
 // splitTop splits a parameter list at the commas outside brackets.

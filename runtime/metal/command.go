@@ -68,21 +68,9 @@ type Command struct {
 	label uintptr
 }
 
-// boundsTail reports whether kernel k reads, after its parameter struct,
-// the byte length of each of its buffers from the binding's offset
-// (kernels/metal/bounds.h): the kernels whose rows name a KV sequence slot
-// or a source row that the host chose, which must leave alone one that
-// lies past its buffer, as their CPU twins do. MSL gives a kernel no
-// buffer lengths of its own.
-func boundsTail(k *kernels.Kernel) bool {
-	switch k.Op {
-	case kernels.OpRoPEQKVWrite, kernels.OpHeadNormRoPEKVWrite, kernels.OpAttentionPrefill:
-		return k.Variant&kernels.Rows != 0
-	case kernels.OpGatherRows:
-		return true
-	}
-	return false
-}
+// boundsTail is device.BoundsTail: the kernels that read their buffers'
+// bound lengths after the parameter struct (kernels/gpu/bounds.h).
+func boundsTail(k *kernels.Kernel) bool { return device.BoundsTail(k) }
 
 // bindProgram binds commands that device.Resolve accepted, each with the
 // pipeline pipeline returns for it. Resolve has made every generic check

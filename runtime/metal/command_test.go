@@ -8,9 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
-	kmetal "github.com/akunu-dev/akunu/kernels/metal"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
 )
@@ -240,33 +238,6 @@ func TestBoundsTail(t *testing.T) {
 			t.Fatalf("%v allocations per encode", a)
 		}
 	})
-}
-
-// The kernels that read bound lengths (kernels/metal/bounds.h) are the ones
-// the backend sends them to: a kernel reading past its parameters without
-// them would read garbage as a length, and the guard would be void.
-func TestBoundsTailIsWhatTheMSLReads(t *testing.T) {
-	ks, _, err := kmetal.Parse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, k := range kernels.All() {
-		m := ks[k.Name]
-		if k.Act != dtype.F16 || m == nil {
-			continue
-		}
-		reads := strings.Contains(m.Body, "bound_bytes(")
-		if reads != boundsTail(k) {
-			t.Errorf("%s (%s): reads bound lengths %v, the backend sends them %v", k.Name, m.File, reads, boundsTail(k))
-		}
-		if reads {
-			n++
-		}
-	}
-	if n == 0 {
-		t.Fatal("no kernel reads bound lengths: the check proves nothing")
-	}
 }
 
 func TestBindRefuses(t *testing.T) {
