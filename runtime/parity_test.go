@@ -66,13 +66,18 @@ func margin(l []float32) float64 {
 // It returns the steps compared and the largest relative logit delta.
 func parity(t *testing.T, plan, model string, prompt string, n int, tol float64) (int, float64) {
 	t.Helper()
+	return parityOn(t, load(t, plan, model, 2), model, prompt, n, tol)
+}
+
+// parityOn is parity for a model already loaded (on any backend).
+func parityOn(t *testing.T, m *Model, model string, prompt string, n int, tol float64) (int, float64) {
+	t.Helper()
 	lib := llamacpp.Require(t)
 	lm, err := lib.LoadModel(model)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lm.Close()
-	m := load(t, plan, model, 2)
 	ids := m.Tokenizer.Tokenize(prompt, true, false)
 	ref, err := lm.Tokenize(prompt, true, false)
 	if err != nil {

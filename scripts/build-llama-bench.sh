@@ -9,11 +9,22 @@
 # <repo>/.cache/llama-bench (gitignored); running it again does nothing once
 # it is there. The last line printed is the llama-bench binary.
 #
-#   scripts/build-llama-bench.sh [SOURCE-DIR-OR-BUNDLE]
+# With --cuda it builds llama.cpp's CUDA backend instead (nvcc needed;
+# GGML_CUDA, for the GPU of this machine's compute capability, or
+# $CUDA_ARCH), into <repo>/.cache/llama-bench-cuda: the peer of akunu's
+# CUDA backend (docs/cuda.md).
+#
+#   scripts/build-llama-bench.sh [--cuda] [SOURCE-DIR-OR-BUNDLE]
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cuda=0
+if [[ "${1:-}" == "--cuda" ]]; then
+	cuda=1
+	shift
+fi
 out="$root/.cache/llama-bench"
+[[ $cuda == 1 ]] && out="$root/.cache/llama-bench-cuda"
 bin="$out/build/bin/llama-bench"
 if [[ -x "$bin" ]]; then
 	echo "$bin"
@@ -36,6 +47,17 @@ if [[ -f "$src" ]]; then # a bundle: clone it
 	src="$out/src"
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
+if [[ $cuda == 1 ]]; then
+	command -v nvcc >/dev/null || { echo "build-llama-bench.sh: --cuda needs nvcc" >&2; exit 1; }
+	arch=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d .)}
+	echo "build-llama-bench.sh: configuring $src (GGML_CUDA for sm_${arch:-?}), $jobs jobs" >&2
+	cmake -S "$src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_CUDA=ON \
+		${arch:+-DCMAKE_CUDA_ARCHITECTURES=$arch} -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=ON >&2
+	cmake --build "$out/build" --target llama-bench -j "$jobs" >&2
+	echo "$bin"
+	exit 0
+fi
 echo "build-llama-bench.sh: configuring $src (GGML_BACKEND_DL, GGML_CPU_ALL_VARIANTS), $jobs jobs" >&2
 cmake -S "$src" -B "$out/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON \
 	-DGGML_CPU_ALL_VARIANTS=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \

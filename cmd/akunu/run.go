@@ -8,13 +8,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/akunu-dev/akunu/internal/cli"
+	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
+	"github.com/akunu-dev/akunu/runtime/cuda"
 	"github.com/akunu-dev/akunu/runtime/metal"
 )
 
@@ -79,7 +80,7 @@ func addLoadFlags(fs interface {
 }) loadFlags {
 	return loadFlags{
 		model:         fs.String("model", "", "the GGUF file (default: next to the plan, at the path recorded at compile time, or in the working directory)"),
-		backend:       fs.String("backend", "auto", "the backend: auto (Metal on a Mac with a GPU, else the CPU), metal or cpu"),
+		backend:       fs.String("backend", "auto", "the backend: auto (the plan's: CUDA for an NVIDIA plan, Metal for an Apple plan on a Mac, else the CPU, saying so), cuda, metal or cpu"),
 		threads:       fs.Int("threads", 0, "CPU threads (0: every core)"),
 		verifyWeights: fs.Bool("verify-weights", false, "read every byte of the model and check it against the plan's sums (every load checks sampled blocks)"),
 		verifyPlan:    fs.Bool("verify-plan", false, "before loading, recompile the model and check the plan is exactly what this compiler makes (akunu verify-plan)"),
@@ -104,7 +105,7 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	if err := lf.checkPlan(ctx, plan, *lf.model); err != nil {
 		return nil, err
 	}
-	be, err := lf.newBackend(ctx)
+	be, err := lf.newBackend(ctx, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,11 @@ func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Mode
 	}
 	if !m.WeightsChecked() {
 		fmt.Fprintf(ctx.Stderr, "akunu: %s\n", m.WeightCheck) // said once, at load
+	}
+	if up, ok := be.(interface{ Uploaded() (int64, time.Duration) }); ok {
+		if n, d := up.Uploaded(); n > 0 && d > 0 {
+			fmt.Fprintf(ctx.Stderr, "akunu: weights uploaded to the GPU: %.2f GB in %s (%.1f GB/s)\n", float64(n)/1e9, d.Round(time.Millisecond), float64(n)/1e9/d.Seconds())
+		}
 	}
 	return m, nil
 }
@@ -137,12 +143,18 @@ func loadProgress(w io.Writer, tty bool) func(stage string, done, total int64) {
 	}
 }
 
-// newBackend makes the backend --backend names.
-func (lf loadFlags) newBackend(ctx *cli.Context) (runtime.Backend, error) {
+// newBackend makes the backend --backend names; auto picks the one for
+// plan's target (runtime.BackendFor) and says which unless it is the CPU
+// for a CPU plan.
+func (lf loadFlags) newBackend(ctx *cli.Context, plan string) (runtime.Backend, error) {
 	switch *lf.backend {
 	case "auto":
-		be, why := runtime.DefaultBackend(*lf.threads)
-		if be.Name() != "cpu" || goruntime.GOOS == "darwin" {
+		p, err := plans.ReadFile(plan)
+		if err != nil {
+			return nil, err
+		}
+		be, why := runtime.BackendFor(p.Header.Target, *lf.threads)
+		if why != "cpu" {
 			fmt.Fprintf(ctx.Stderr, "akunu: backend %s\n", why)
 		}
 		return be, nil
@@ -150,8 +162,10 @@ func (lf loadFlags) newBackend(ctx *cli.Context) (runtime.Backend, error) {
 		return runtime.NewCPU(*lf.threads), nil
 	case "metal":
 		return runtime.NewMetal(metal.Options{})
+	case "cuda":
+		return runtime.NewCUDA(cuda.Options{})
 	}
-	return nil, fmt.Errorf("%w: --backend %q: want auto, metal or cpu", cli.ErrUsage, *lf.backend)
+	return nil, fmt.Errorf("%w: --backend %q: want auto, cuda, metal or cpu", cli.ErrUsage, *lf.backend)
 }
 
 // closeModel closes the model, then the backend load made for it.

@@ -24,7 +24,7 @@ func init() {
 		Name:    "serve",
 		Summary: "an OpenAI-compatible HTTP server: chat and text completions, streamed, many requests decoded together",
 		Usage: "PLAN [PLAN...] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key KEY | --api-key-file F]\n" +
-			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cpu|metal] [--threads N]\n" +
+			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cuda|metal|cpu] [--threads N]\n" +
 			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
 		Run: runServe,
 	})
@@ -112,7 +112,7 @@ func runServe(ctx *cli.Context, args []string) error {
 	}
 	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc, ToolFormat: *toolFormat,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
-		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx) }, Log: ctx.Stderr})
+		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx, pos[0]) }, Log: ctx.Stderr})
 	if err != nil {
 		return err
 	}

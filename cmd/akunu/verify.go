@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	goruntime "runtime"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
+	"github.com/akunu-dev/akunu/runtime/cuda"
 	"github.com/akunu-dev/akunu/runtime/metal"
 )
 
@@ -18,14 +20,18 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "verify",
 		Summary: "run a plan on a backend and on the CPU side by side, command by command, and name the first command whose outputs differ",
-		Usage:   "PLAN [--backend metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR] [--verify-weights]",
+		Usage:   "PLAN [--backend cuda|metal|cpu] [-n N] [-p PROMPT] [--model PATH] [--threads N] [--metallib DIR] [--verify-weights]",
 		Run:     runVerify,
 	})
 }
 
 func runVerify(ctx *cli.Context, args []string) error {
 	fs := ctx.Flags("verify")
-	backend := fs.String("backend", "metal", "the backend held to the CPU: metal, or cpu (the CPU against itself, a sanity check)")
+	def := "cuda"
+	if goruntime.GOOS == "darwin" {
+		def = "metal"
+	}
+	backend := fs.String("backend", def, "the backend held to the CPU: cuda, metal, or cpu (the CPU against itself, a sanity check)")
 	n := fs.Int("n", 8, "decode steps after the prompt")
 	prompt := fs.String("p", "Once upon a time", "the prompt prefilled first")
 	model := fs.String("model", "", "the GGUF file (default: the plan's recorded file name next to the plan)")
@@ -50,8 +56,13 @@ func runVerify(ctx *cli.Context, args []string) error {
 		if be, err = runtime.NewMetal(metal.Options{MetallibDir: *metallib, EncoderPerCommand: true}); err != nil {
 			return err
 		}
+	case "cuda":
+		// every command waited for, so a fault names its command
+		if be, err = runtime.NewCUDA(cuda.Options{SyncEachCommand: true}); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("%w: --backend %q: metal or cpu", cli.ErrUsage, *backend)
+		return fmt.Errorf("%w: --backend %q: cuda, metal or cpu", cli.ErrUsage, *backend)
 	}
 	a, err := runtime.Load(pos[0], runtime.Options{Model: *model, Backend: be, VerifyWeights: *verifyWeights})
 	if err != nil {

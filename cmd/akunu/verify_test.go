@@ -14,6 +14,7 @@ import (
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/cuda"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
 
@@ -64,8 +65,25 @@ func TestVerifyMetalElsewhere(t *testing.T) {
 	}
 	plan, model := storiesPlan(t, "m1")
 	var out, errb bytes.Buffer
-	code := run([]string{"verify", plan, "--model", model}, &out, &errb)
+	code := run([]string{"verify", plan, "--backend", "metal", "--model", model}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "Metal is only available on macOS") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// Off a Mac verify holds CUDA to the CPU by default; without a driver it
+// says so and fails, rather than comparing the CPU with itself.
+func TestVerifyCUDAWithoutADriver(t *testing.T) {
+	if _, err := os.Stat("/System/Library/Frameworks/Metal.framework"); err == nil {
+		t.Skip("a Mac: verify's default is Metal")
+	}
+	if cuda.Available() {
+		t.Skip("a CUDA driver loads here")
+	}
+	plan, model := storiesPlan(t, "h100-sxm")
+	var out, errb bytes.Buffer
+	code := run([]string{"verify", plan, "--model", model}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no CUDA driver or GPU") {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -1,0 +1,976 @@
+//go:build linux
+
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/akunu-dev/akunu/kernels/gpu"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/ebitengine/purego"
+)
+
+// Driver API constants (cuda.h).
+const (
+	attrMaxThreadsPerBlock = 1
+	attrMultiprocessors    = 16
+	attrCCMajor            = 75
+	attrCCMinor            = 76
+	funcMaxThreads         = 0
+	funcMaxDynamicShared   = 8
+	errNotReady            = 600
+	// generations is how many submissions of one program may be in flight
+	// at once, each with its own copy of the parameters (the engine keeps
+	// at most two: one chain running while the host reads the last).
+	generations = 3
+	maxArgs     = 16
+	// maxGraphs bounds the graphs a program keeps (one per chain length
+	// and generation); past it, chains launch from the host.
+	maxGraphs = 24
+	// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED.
+	captureRelaxed = 2
+)
+
+// Backend is the CUDA backend: one GPU, one context (the device's primary
+// context), one stream. Like every backend its methods are not safe for
+// concurrent use.
+type Backend struct {
+	d     *driver
+	opt   Options
+	dev   Device
+	ctx   uintptr
+	strm  uintptr
+	arch  int
+	cache cache
+
+	bufs  []dbuf
+	free  []int
+	progs []*program
+	pfree []int
+
+	modules   map[string]uintptr   // loaded cubins by source key
+	pipelines map[string]*pipeline // by plans.CacheKey
+
+	inflight []uintptr // events of committed submissions, oldest first
+	events   []uintptr // spare events
+	err      error     // the first failure since the last Wait
+
+	args [12]uintptr // cuLaunchKernel's arguments: the per-step path allocates nothing
+
+	uploaded   int64
+	uploadTime time.Duration
+}
+
+// Options configure the backend.
+type Options struct {
+	// Device is the CUDA device ordinal.
+	Device int
+	// CacheDir holds compiled kernels; "" is $AKUNU_CUDA_CACHE or the
+	// user's cache directory, "off" compiles every load.
+	CacheDir string
+	// SyncEachCommand waits for every command as it is encoded, so that a
+	// fault names its command (akunu verify); slow.
+	SyncEachCommand bool
+	// NoGraphs launches every command of every step from the host instead
+	// of replaying a chain as one captured CUDA graph (for comparison;
+	// AKUNU_CUDA_GRAPHS=0 sets it).
+	NoGraphs bool
+}
+
+// Device describes the GPU.
+type Device struct {
+	Name         string
+	Major, Minor int // compute capability
+	SMs          int
+	Memory       int64
+	Driver       int    // the driver's CUDA version (12040: 12.4)
+	NVRTC        string // the NVRTC library and its version
+}
+
+type dbuf struct {
+	ptr  uint64
+	size int
+}
+
+type pipeline struct {
+	key        string
+	fn         uintptr
+	maxThreads int
+	entry      *gpu.Entry
+}
+
+// New opens the CUDA driver and NVRTC and takes GPU opt.Device; the error
+// wraps ErrUnavailable where there is none.
+func New(opt Options) (*Backend, error) {
+	d, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
+	if os.Getenv("AKUNU_CUDA_GRAPHS") == "0" {
+		opt.NoGraphs = true
+	}
+	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
+	var dev int32
+	if r := d.call(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(opt.Device)); r != 0 {
+		return nil, fmt.Errorf("%w: device %d: %v", ErrUnavailable, opt.Device, d.err("cuDeviceGet", r))
+	}
+	var name [256]byte
+	d.call(d.cuDeviceGetName, uintptr(unsafe.Pointer(&name[0])), 256, uintptr(dev))
+	b.dev.Name = goString(&name[0])
+	attr := func(a int) int {
+		var v int32
+		d.call(d.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(a), uintptr(dev))
+		return int(v)
+	}
+	b.dev.Major, b.dev.Minor, b.dev.SMs = attr(attrCCMajor), attr(attrCCMinor), attr(attrMultiprocessors)
+	var mem uint64
+	d.call(d.cuDeviceTotalMem, uintptr(unsafe.Pointer(&mem)), uintptr(dev))
+	b.dev.Memory = int64(mem)
+	var ver int32
+	d.call(d.cuDriverGetVersion, uintptr(unsafe.Pointer(&ver)))
+	b.dev.Driver = int(ver)
+	maj, mnr := d.version()
+	b.dev.NVRTC = fmt.Sprintf("%s (%d.%d)", d.nvrtcPath, maj, mnr)
+	b.arch = b.dev.Major*10 + b.dev.Minor
+	if r := d.call(d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&b.ctx)), uintptr(dev)); r != 0 {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, d.err("cuDevicePrimaryCtxRetain", r))
+	}
+	if r := d.call(d.cuCtxSetCurrent, b.ctx); r != 0 {
+		return nil, d.err("cuCtxSetCurrent", r)
+	}
+	if r := d.call(d.cuStreamCreate, uintptr(unsafe.Pointer(&b.strm)), 0); r != 0 {
+		return nil, d.err("cuStreamCreate", r)
+	}
+	switch opt.CacheDir {
+	case "":
+		b.cache.dir = defaultCacheDir()
+	case "off":
+	default:
+		b.cache.dir = opt.CacheDir
+	}
+	return b, nil
+}
+
+// enter makes the backend's context current on this goroutine's thread,
+// locked until the returned function runs.
+func (b *Backend) enter() func() {
+	goruntime.LockOSThread()
+	b.d.call(b.d.cuCtxSetCurrent, b.ctx)
+	return goruntime.UnlockOSThread
+}
+
+// Name is "cuda".
+func (b *Backend) Name() string { return "cuda" }
+
+// Device describes the GPU.
+func (b *Backend) Device() Device { return b.dev }
+
+// Uploaded is the weight bytes Map copied to the GPU and the time it took.
+func (b *Backend) Uploaded() (int64, time.Duration) { return b.uploaded, b.uploadTime }
+
+func (b *Backend) add(p uint64, size int) device.Buffer {
+	e := dbuf{ptr: p, size: size}
+	if n := len(b.free); n > 0 {
+		i := b.free[n-1]
+		b.free = b.free[:n-1]
+		b.bufs[i] = e
+		return device.NewBuffer(i+1, size)
+	}
+	b.bufs = append(b.bufs, e)
+	return device.NewBuffer(len(b.bufs), size)
+}
+
+func (b *Backend) ref(h device.Buffer) (dbuf, bool) {
+	if i := h.ID() - 1; i >= 0 && i < len(b.bufs) && b.bufs[i].ptr != 0 {
+		return b.bufs[i], true
+	}
+	return dbuf{}, false
+}
+
+func (b *Backend) alloc(size int) (uint64, error) {
+	n := size
+	if n < 256 {
+		n = 256
+	}
+	var p uint64
+	if r := b.d.call(b.d.cuMemAlloc, uintptr(unsafe.Pointer(&p)), uintptr(n)); r != 0 {
+		return 0, fmt.Errorf("cuda: allocating %d bytes: %w", size, b.d.err("cuMemAlloc", r))
+	}
+	return p, nil
+}
+
+// Alloc returns size zeroed bytes of device memory.
+func (b *Backend) Alloc(size int) (device.Buffer, error) {
+	defer b.enter()()
+	p, err := b.alloc(size)
+	if err != nil {
+		return device.Buffer{}, err
+	}
+	if r := b.d.call(b.d.cuMemsetD8, uintptr(p), 0, uintptr(size)); r != 0 {
+		b.d.call(b.d.cuMemFree, uintptr(p))
+		return device.Buffer{}, b.d.err("cuMemsetD8", r)
+	}
+	return b.add(p, size), nil
+}
+
+// Map uploads a weight to device memory.
+func (b *Backend) Map(data []byte) (device.Buffer, error) {
+	defer b.enter()()
+	p, err := b.alloc(len(data))
+	if err != nil {
+		return device.Buffer{}, err
+	}
+	if len(data) > 0 {
+		t := time.Now()
+		if r := b.d.call(b.d.cuMemcpyHtoD, uintptr(p), uintptr(unsafe.Pointer(&data[0])), uintptr(len(data))); r != 0 {
+			b.d.call(b.d.cuMemFree, uintptr(p))
+			return device.Buffer{}, fmt.Errorf("cuda: uploading a weight of %d bytes: %w", len(data), b.d.err("cuMemcpyHtoD", r))
+		}
+		b.uploadTime += time.Since(t)
+		b.uploaded += int64(len(data))
+	}
+	return b.add(p, len(data)), nil
+}
+
+// Derive builds a derived weight on the device: concat_rows only (the
+// CPU backend's repacked layouts are its own).
+func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, _ int) (device.Buffer, error) {
+	if recipe != plans.RecipeConcatRows {
+		return device.Buffer{}, fmt.Errorf("cuda: recipe %q (a weight layout of another backend; compile the plan for an NVIDIA or Apple chip): %w", recipe, ErrUnsupported)
+	}
+	total := 0
+	for _, s := range srcs {
+		e, ok := b.ref(s)
+		if !ok {
+			return device.Buffer{}, fmt.Errorf("cuda: concat_rows: source buffer %d was not made by this backend", s.ID())
+		}
+		total += e.size
+	}
+	if total != size {
+		return device.Buffer{}, fmt.Errorf("cuda: concat_rows: sources give %d of %d bytes", total, size)
+	}
+	defer b.enter()()
+	p, err := b.alloc(size)
+	if err != nil {
+		return device.Buffer{}, err
+	}
+	off := uint64(0)
+	for _, s := range srcs {
+		e, _ := b.ref(s)
+		if r := b.d.call(b.d.cuMemcpyDtoD, uintptr(p+off), uintptr(e.ptr), uintptr(e.size)); r != 0 {
+			b.d.call(b.d.cuMemFree, uintptr(p))
+			return device.Buffer{}, fmt.Errorf("cuda: concat_rows: %w", b.d.err("cuMemcpyDtoD", r))
+		}
+		off += uint64(e.size)
+	}
+	return b.add(p, size), nil
+}
+
+// Free releases a buffer.
+func (b *Backend) Free(h device.Buffer) {
+	e, ok := b.ref(h)
+	if !ok {
+		return
+	}
+	defer b.enter()()
+	b.d.call(b.d.cuMemFree, uintptr(e.ptr))
+	b.bufs[h.ID()-1] = dbuf{}
+	b.free = append(b.free, h.ID()-1)
+}
+
+// Write copies src into dst at off. The copy is ordered after the work
+// already submitted (the stream is a blocking one), which the engine
+// never needs: it writes only while nothing in flight uses the buffer.
+func (b *Backend) Write(dst device.Buffer, off int, src []byte) error {
+	e, ok := b.ref(dst)
+	if !ok || off < 0 || off > e.size-len(src) {
+		return fmt.Errorf("cuda: write of %d bytes at %d: out of range", len(src), off)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	defer b.enter()()
+	b.args[0], b.args[1], b.args[2] = uintptr(e.ptr)+uintptr(off), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src))
+	if r := b.callArgs(b.d.cuMemcpyHtoD, 3); r != 0 {
+		return b.d.err("cuMemcpyHtoD", r)
+	}
+	goruntime.KeepAlive(src)
+	return nil
+}
+
+// Read copies src's bytes from off into dst.
+func (b *Backend) Read(dst []byte, src device.Buffer, off int) error {
+	e, ok := b.ref(src)
+	if !ok || off < 0 || off > e.size-len(dst) {
+		return fmt.Errorf("cuda: read of %d bytes at %d: out of range", len(dst), off)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	defer b.enter()()
+	b.args[0], b.args[1], b.args[2] = uintptr(unsafe.Pointer(&dst[0])), uintptr(e.ptr)+uintptr(off), uintptr(len(dst))
+	if r := b.callArgs(b.d.cuMemcpyDtoH, 3); r != 0 {
+		return b.d.err("cuMemcpyDtoH", r)
+	}
+	goruntime.KeepAlive(dst)
+	return nil
+}
+
+// Copy records a device-side copy on the stream.
+func (b *Backend) Copy(dst device.Buffer, dstOff int, src device.Buffer, srcOff int, n int) {
+	s, ok1 := b.ref(src)
+	d, ok2 := b.ref(dst)
+	if !ok1 || !ok2 || n <= 0 || srcOff < 0 || dstOff < 0 || srcOff > s.size-n || dstOff > d.size-n {
+		b.fail(fmt.Errorf("cuda: copy of %d bytes from [%d:] of %d to [%d:] of %d: out of range", n, srcOff, s.size, dstOff, d.size))
+		return
+	}
+	defer b.enter()()
+	b.args[0], b.args[1], b.args[2], b.args[3] = uintptr(d.ptr)+uintptr(dstOff), uintptr(s.ptr)+uintptr(srcOff), uintptr(n), b.strm
+	if r := b.callArgs(b.d.cuMemcpyDtoDAsync, 4); r != 0 {
+		b.fail(b.d.err("cuMemcpyDtoDAsync", r))
+	}
+}
+
+func (b *Backend) callArgs(fn uintptr, n int) int {
+	r, _, _ := purego.SyscallN(fn, b.args[:n]...)
+	return int(int32(r))
+}
+
+func (b *Backend) fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *Backend) event() uintptr {
+	if n := len(b.events); n > 0 {
+		e := b.events[n-1]
+		b.events = b.events[:n-1]
+		return e
+	}
+	var e uintptr
+	const disableTiming = 2
+	if r := b.d.call(b.d.cuEventCreate, uintptr(unsafe.Pointer(&e)), disableTiming); r != 0 {
+		b.fail(b.d.err("cuEventCreate", r))
+		return 0
+	}
+	return e
+}
+
+// Commit submits what was encoded: the stream already runs it; an event
+// marks where this submission ends.
+func (b *Backend) Commit() {
+	defer b.enter()()
+	e := b.event()
+	if e == 0 {
+		return
+	}
+	b.args[0], b.args[1] = e, b.strm
+	if r := b.callArgs(b.d.cuEventRecord, 2); r != 0 {
+		b.fail(b.d.err("cuEventRecord", r))
+	}
+	b.inflight = append(b.inflight, e)
+}
+
+// Wait blocks until everything submitted has run.
+func (b *Backend) Wait() error {
+	defer b.enter()()
+	b.args[0] = b.strm
+	if r := b.callArgs(b.d.cuStreamSynchronize, 1); r != 0 {
+		b.fail(b.d.err("cuStreamSynchronize", r))
+	}
+	b.events = append(b.events, b.inflight...)
+	b.inflight = b.inflight[:0]
+	err := b.err
+	b.err = nil
+	return err
+}
+
+// WaitOldest blocks until the oldest submission not yet waited for has run.
+func (b *Backend) WaitOldest() error {
+	if len(b.inflight) == 0 {
+		return b.Wait()
+	}
+	defer b.enter()()
+	e := b.inflight[0]
+	copy(b.inflight, b.inflight[1:])
+	b.inflight = b.inflight[:len(b.inflight)-1]
+	b.args[0] = e
+	if r := b.callArgs(b.d.cuEventSynchronize, 1); r != 0 {
+		b.fail(b.d.err("cuEventSynchronize", r))
+	}
+	b.events = append(b.events, e)
+	err := b.err
+	b.err = nil
+	return err
+}
+
+// Close releases the backend's memory, modules and stream.
+func (b *Backend) Close() {
+	if b.d == nil {
+		return
+	}
+	_ = b.Wait()
+	defer b.enter()()
+	for i := range b.progs {
+		if b.progs[i] != nil {
+			b.progs[i].release(b)
+		}
+	}
+	for i, e := range b.bufs {
+		if e.ptr != 0 {
+			b.d.call(b.d.cuMemFree, uintptr(e.ptr))
+			b.bufs[i] = dbuf{}
+		}
+	}
+	for _, m := range b.modules {
+		b.d.call(b.d.cuModuleUnload, m)
+	}
+	for _, e := range b.events {
+		b.d.call(b.d.cuEventDestroy, e)
+	}
+	b.d.call(b.d.cuStreamDestroy, b.strm)
+	b.d = nil
+}
+
+// ---- pipelines
+
+var (
+	entriesOnce sync.Once
+	entries     map[string]*gpu.Entry
+	entriesErr  error
+)
+
+func gpuEntries() (map[string]*gpu.Entry, error) {
+	entriesOnce.Do(func() { entries, entriesErr = gpu.Entries() })
+	return entries, entriesErr
+}
+
+// compileAll compiles the pipelines cmds need that are not loaded yet:
+// the CUDA source of each from kernels/gpu, from the disk cache or NVRTC
+// (in parallel), then loaded into the context.
+func (b *Backend) compileAll(cmds []device.Command) error {
+	es, err := gpuEntries()
+	if err != nil {
+		return err
+	}
+	type job struct {
+		key, name, src, ckey string
+		entry                *gpu.Entry
+		cubin                []byte
+		err                  error
+	}
+	var jobs []*job
+	seen := map[string]bool{}
+	for i := range cmds {
+		dc := &cmds[i]
+		key := pipelineKey(dc.Pipeline)
+		if b.pipelines[key] != nil || seen[key] {
+			continue
+		}
+		seen[key] = true
+		e, ok := es[dc.Kernel.Name]
+		if !ok {
+			return fmt.Errorf("cuda: [%d] %s: kernel %s has no GPU body (kernels/gpu): the plan was compiled for a CPU; compile it for an NVIDIA or Apple chip (--chip h100-sxm): %w", i, dc.Label, dc.Kernel.Name, ErrUnsupported)
+		}
+		values := map[string]uint32{}
+		for _, c := range dc.Pipeline.Constants {
+			for _, kc := range dc.Kernel.Constants {
+				if uint32(kc.Index) == c.Index {
+					values[kc.Name] = c.Value
+				}
+			}
+		}
+		src, err := gpu.CUDA([]string{e.Name}, values, es)
+		if err != nil {
+			return fmt.Errorf("cuda: pipeline %s: %w", key, err)
+		}
+		maj, mnr := b.d.version()
+		jobs = append(jobs, &job{key: key, name: e.Name, src: src, ckey: cacheKey(src, b.arch, maj, mnr), entry: e})
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, goruntime.NumCPU())
+	for _, j := range jobs {
+		if j.cubin = b.cache.get(j.ckey); j.cubin != nil || b.modules[j.ckey] != 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(j *job) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			j.cubin, j.err = b.d.compile(j.name+".cu", j.src, b.arch)
+			if j.err == nil {
+				b.cache.put(j.ckey, j.cubin)
+			}
+		}(j)
+	}
+	wg.Wait()
+	defer b.enter()()
+	for _, j := range jobs {
+		if j.err != nil {
+			return fmt.Errorf("cuda: pipeline %s: %w", j.key, j.err)
+		}
+		mod := b.modules[j.ckey]
+		if mod == 0 {
+			if r := b.d.call(b.d.cuModuleLoadData, uintptr(unsafe.Pointer(&mod)), uintptr(unsafe.Pointer(&j.cubin[0]))); r != 0 {
+				return fmt.Errorf("cuda: pipeline %s: %w", j.key, b.d.err("cuModuleLoadData", r))
+			}
+			b.modules[j.ckey] = mod
+		}
+		var fn uintptr
+		cname := cstr(j.name)
+		if r := b.d.call(b.d.cuModuleGetFunction, uintptr(unsafe.Pointer(&fn)), mod, uintptr(unsafe.Pointer(&cname[0]))); r != 0 {
+			return fmt.Errorf("cuda: pipeline %s: %w", j.key, b.d.err("cuModuleGetFunction", r))
+		}
+		var mt int32
+		b.d.call(b.d.cuFuncGetAttribute, uintptr(unsafe.Pointer(&mt)), funcMaxThreads, fn)
+		b.pipelines[j.key] = &pipeline{key: j.key, fn: fn, maxThreads: int(mt), entry: j.entry}
+	}
+	return nil
+}
+
+// ---- programs
+
+// program is a bound list of commands and its parameter memory: for each
+// of generations × reps step slots, every command's parameter bytes (and
+// bounds tail), 16-byte aligned, in device memory and in a pinned host
+// mirror that Encode fills and uploads with one copy.
+type program struct {
+	cmds   []*command
+	graphs map[graphKey]*graph
+	stride int // bytes of one step's parameters
+	reps   int // step slots per generation
+	gen    int // the generation the next Encode uses
+	genEv  [generations]uintptr
+	dev    uint64
+	host   []byte // the pinned mirror (cuMemAllocHost)
+	hostP  unsafe.Pointer
+}
+
+// graphKey names a captured chain: its length and the parameter
+// generation its launches point into.
+type graphKey struct{ n, gen int }
+
+// graph is a captured chain: every launch of n steps, one graph launch.
+// Its kernels' arguments are fixed at capture; the parameters they point
+// to are uploaded before each launch. sig holds the binding patches'
+// values (the KV sequence slot) it was captured with: a chain whose
+// differ is captured again.
+type graph struct {
+	exec uintptr
+	sig  []uint64
+}
+
+type slot struct {
+	ptr, off uint64
+	size     uint64
+	bound    bool
+}
+
+// command is one bound command: its function, launch, buffers by kernel
+// slot, parameter bytes and the kernel arguments in the entry's order.
+type command struct {
+	label     string
+	fn        uintptr
+	grid, blk [3]uint32
+	shmem     uint32
+	slots     []slot
+	order     []int // kernel slot of each buffer argument, in the entry's order
+	params    []byte
+	psize     int
+	bounds    bool
+	patches   []device.Patch
+	off       int // offset of its parameters in a step slot
+	vals      [maxArgs]uint64
+	ptrs      [maxArgs]uintptr // kernelParams: the addresses of vals
+	nargs     int
+}
+
+// Bind compiles (or finds) the commands' pipelines and prepares them.
+func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
+	if err := b.compileAll(cmds); err != nil {
+		return device.Program{}, err
+	}
+	p := &program{}
+	for i := range cmds {
+		c, err := b.bindCommand(&cmds[i])
+		if err != nil {
+			return device.Program{}, fmt.Errorf("cuda: [%d] %s: %w", i, cmds[i].Label, err)
+		}
+		c.off = p.stride
+		p.stride += (len(c.params) + 15) &^ 15
+		p.cmds = append(p.cmds, c)
+	}
+	if p.stride == 0 {
+		p.stride = 16
+	}
+	defer b.enter()()
+	if err := b.grow(p, 1); err != nil {
+		return device.Program{}, err
+	}
+	if n := len(b.pfree); n > 0 {
+		i := b.pfree[n-1]
+		b.pfree = b.pfree[:n-1]
+		b.progs[i] = p
+		return device.NewProgram(i + 1), nil
+	}
+	b.progs = append(b.progs, p)
+	return device.NewProgram(len(b.progs)), nil
+}
+
+func (b *Backend) bindCommand(dc *device.Command) (*command, error) {
+	if dc.DispatchThreads {
+		return nil, fmt.Errorf("a grid counted in threads (Metal's dispatchThreads), which the compiler does not emit: %w", ErrUnsupported)
+	}
+	pl := b.pipelines[pipelineKey(dc.Pipeline)]
+	c := &command{label: dc.Label, fn: pl.fn, shmem: dc.TGMem, grid: dc.Grid, blk: dc.Threadgroup,
+		slots: make([]slot, len(dc.Slots)), psize: len(dc.Params), bounds: device.BoundsTail(dc.Kernel)}
+	if t := int(dc.Threadgroup[0] * dc.Threadgroup[1] * dc.Threadgroup[2]); pl.maxThreads > 0 && t > pl.maxThreads {
+		return nil, fmt.Errorf("%d threads per block; %s allows %d: %w", t, pl.key, pl.maxThreads, ErrUnsupported)
+	}
+	if dc.TGMem > 48<<10 {
+		if r := b.d.call(b.d.cuFuncSetAttribute, pl.fn, funcMaxDynamicShared, uintptr(dc.TGMem)); r != 0 {
+			return nil, fmt.Errorf("%d bytes of shared memory: %w", dc.TGMem, b.d.err("cuFuncSetAttribute", r))
+		}
+	}
+	for i, s := range dc.Slots {
+		if !s.Buf.Valid() {
+			continue
+		}
+		e, ok := b.ref(s.Buf)
+		if !ok {
+			return nil, fmt.Errorf("slot %d: buffer %d was not made by this backend: %w", i, s.Buf.ID(), ErrUnsupported)
+		}
+		c.slots[i] = slot{ptr: e.ptr, off: s.Offset, size: uint64(e.size), bound: true}
+	}
+	n := len(dc.Params)
+	if c.bounds {
+		n += 8 * len(c.slots)
+	}
+	c.params = make([]byte, n)
+	copy(c.params, dc.Params)
+	if c.bounds {
+		for i := range c.slots {
+			c.setBound(i)
+		}
+	}
+	for _, p := range pl.entry.Params {
+		if p.Kind == gpu.Buffer {
+			c.order = append(c.order, p.Slot)
+		}
+	}
+	c.nargs = len(c.order) + 1
+	if c.nargs > maxArgs {
+		return nil, fmt.Errorf("%d kernel arguments (at most %d): %w", c.nargs, maxArgs, ErrUnsupported)
+	}
+	for i := range c.nargs {
+		c.ptrs[i] = uintptr(unsafe.Pointer(&c.vals[i]))
+	}
+	c.patches = append([]device.Patch(nil), dc.Patches...)
+	return c, nil
+}
+
+// grow makes room for reps step slots per generation (only a longer
+// chain than any before allocates).
+func (b *Backend) grow(p *program, reps int) error {
+	if reps <= p.reps {
+		return nil
+	}
+	for g := range p.genEv {
+		if p.genEv[g] != 0 {
+			b.d.call(b.d.cuEventSynchronize, p.genEv[g])
+		}
+	}
+	p.release(b)
+	size := generations * reps * p.stride
+	var dev uint64
+	if r := b.d.call(b.d.cuMemAlloc, uintptr(unsafe.Pointer(&dev)), uintptr(size)); r != 0 {
+		return fmt.Errorf("cuda: parameter memory of %d bytes: %w", size, b.d.err("cuMemAlloc", r))
+	}
+	var host unsafe.Pointer
+	if r := b.d.call(b.d.cuMemAllocHost, uintptr(unsafe.Pointer(&host)), uintptr(size)); r != 0 {
+		b.d.call(b.d.cuMemFree, uintptr(dev))
+		return fmt.Errorf("cuda: pinned parameter memory of %d bytes: %w", size, b.d.err("cuMemAllocHost", r))
+	}
+	p.dev, p.hostP, p.host, p.reps = dev, host, unsafe.Slice((*byte)(host), size), reps
+	for g := range p.genEv {
+		if p.genEv[g] == 0 {
+			var e uintptr
+			b.d.call(b.d.cuEventCreate, uintptr(unsafe.Pointer(&e)), 2)
+			p.genEv[g] = e
+		}
+	}
+	return nil
+}
+
+func (p *program) release(b *Backend) {
+	for k, gr := range p.graphs {
+		if gr.exec != 0 {
+			b.d.call(b.d.cuGraphExecDestroy, gr.exec)
+		}
+		delete(p.graphs, k)
+	}
+	if p.dev != 0 {
+		b.d.call(b.d.cuMemFree, uintptr(p.dev))
+		p.dev = 0
+	}
+	if p.hostP != nil {
+		b.d.call(b.d.cuMemFreeHost, uintptr(p.hostP))
+		p.hostP, p.host = nil, nil
+	}
+}
+
+// Unbind releases a program.
+func (b *Backend) Unbind(h device.Program) {
+	i := h.ID() - 1
+	if i < 0 || i >= len(b.progs) || b.progs[i] == nil {
+		return
+	}
+	defer b.enter()()
+	p := b.progs[i]
+	for _, e := range p.genEv {
+		if e != 0 {
+			b.d.call(b.d.cuEventSynchronize, e)
+			b.d.call(b.d.cuEventDestroy, e)
+		}
+	}
+	p.release(b)
+	b.progs[i] = nil
+	b.pfree = append(b.pfree, i)
+}
+
+// SetParam writes v at byte at of command cmd's parameter struct.
+func (b *Backend) SetParam(h device.Program, cmd, at, width int, v uint64) {
+	i := h.ID() - 1
+	if i < 0 || i >= len(b.progs) || b.progs[i] == nil || cmd < 0 || cmd >= len(b.progs[i].cmds) {
+		return
+	}
+	b.progs[i].cmds[cmd].setParam(at, width, v)
+}
+
+func (c *command) setParam(at, width int, v uint64) {
+	if at < 0 || at+width > c.psize {
+		return
+	}
+	if width == 8 {
+		binary.LittleEndian.PutUint64(c.params[at:], v)
+	} else {
+		binary.LittleEndian.PutUint32(c.params[at:], uint32(v))
+	}
+}
+
+func (c *command) setBound(i int) {
+	sl := &c.slots[i]
+	var n uint64
+	if sl.bound && sl.off <= sl.size {
+		n = sl.size - sl.off
+	}
+	binary.LittleEndian.PutUint64(c.params[c.psize+8*i:], n)
+}
+
+// patch writes step s's values into the parameter bytes and the binding
+// offsets (device.Patch semantics).
+func (c *command) patch(s plans.Step) {
+	for i := range c.patches {
+		p := &c.patches[i]
+		v := p.Value(s)
+		if p.Binding {
+			c.slots[p.At].off = v
+			if c.bounds {
+				c.setBound(int(p.At))
+			}
+			continue
+		}
+		c.setParam(int(p.At), int(p.Width), v)
+		if p.Two() {
+			c.setParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
+		}
+	}
+}
+
+// Encode launches program h once per step, in order, on the stream: the
+// steps' parameters are patched into the pinned mirror and uploaded with
+// one copy, then the chain runs as one captured CUDA graph (captured the
+// first time a chain of its length runs) or, with SyncEachCommand or
+// NoGraphs, command by command from the host, each kernel reading its
+// step's parameters from device memory. It allocates nothing once the
+// chain's graph and parameter memory exist.
+func (b *Backend) Encode(h device.Program, steps []plans.Step) {
+	i := h.ID() - 1
+	if i < 0 || i >= len(b.progs) || b.progs[i] == nil || len(steps) == 0 {
+		return
+	}
+	p := b.progs[i]
+	defer b.enter()()
+	if err := b.grow(p, len(steps)); err != nil {
+		b.fail(err)
+		return
+	}
+	g := p.gen
+	p.gen = (p.gen + 1) % generations
+	b.args[0] = p.genEv[g]
+	if r := b.callArgs(b.d.cuEventSynchronize, 1); r != 0 {
+		b.fail(b.d.err("cuEventSynchronize", r))
+		return
+	}
+	base := g * p.reps * p.stride
+	for s := range steps {
+		at := base + s*p.stride
+		for _, c := range p.cmds {
+			c.patch(steps[s])
+			copy(p.host[at+c.off:], c.params)
+		}
+	}
+	b.args[0], b.args[1], b.args[2], b.args[3] = uintptr(p.dev)+uintptr(base), uintptr(p.hostP)+uintptr(base), uintptr(len(steps)*p.stride), b.strm
+	if r := b.callArgs(b.d.cuMemcpyHtoDAsync, 4); r != 0 {
+		b.fail(b.d.err("cuMemcpyHtoDAsync", r))
+		return
+	}
+	if b.opt.SyncEachCommand || b.opt.NoGraphs || !b.launchGraph(p, g, steps, base) {
+		if err := b.launchAll(p, steps, base); err != nil {
+			b.fail(err)
+			return
+		}
+	}
+	b.args[0], b.args[1] = p.genEv[g], b.strm
+	if r := b.callArgs(b.d.cuEventRecord, 2); r != 0 {
+		b.fail(b.d.err("cuEventRecord", r))
+	}
+}
+
+// launchAll launches every command of every step on the stream (or into
+// the graph being captured from it).
+func (b *Backend) launchAll(p *program, steps []plans.Step, base int) error {
+	for s := range steps {
+		at := uint64(base + s*p.stride)
+		for _, c := range p.cmds {
+			c.patch(steps[s])
+			for k, sl := range c.order {
+				x := &c.slots[sl]
+				c.vals[k] = 0
+				if x.bound {
+					c.vals[k] = x.ptr + x.off
+				}
+			}
+			c.vals[len(c.order)] = p.dev + at + uint64(c.off)
+			b.args[0] = c.fn
+			b.args[1], b.args[2], b.args[3] = uintptr(c.grid[0]), uintptr(c.grid[1]), uintptr(c.grid[2])
+			b.args[4], b.args[5], b.args[6] = uintptr(c.blk[0]), uintptr(c.blk[1]), uintptr(c.blk[2])
+			b.args[7], b.args[8], b.args[9], b.args[10] = uintptr(c.shmem), b.strm, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
+			if r := b.callArgs(b.d.cuLaunchKernel, 11); r != 0 {
+				return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuLaunchKernel", r))
+			}
+			if b.opt.SyncEachCommand {
+				b.args[0] = b.strm
+				if r := b.callArgs(b.d.cuStreamSynchronize, 1); r != 0 {
+					return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuStreamSynchronize", r))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// launchGraph launches the chain as its captured graph, capturing it
+// first where there is none for its length and generation or where its
+// binding patches' values differ from the capture's; false where the
+// program has as many graphs as it keeps (the caller launches from the
+// host).
+func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int) bool {
+	key := graphKey{n: len(steps), gen: gen}
+	gr := p.graphs[key]
+	if gr == nil {
+		if len(p.graphs) >= maxGraphs {
+			return false
+		}
+		if p.graphs == nil {
+			p.graphs = map[graphKey]*graph{}
+		}
+		gr = &graph{}
+		p.graphs[key] = gr
+	}
+	if gr.exec == 0 || !gr.matches(p, steps) {
+		if err := b.capture(p, gr, steps, base); err != nil {
+			delete(p.graphs, key)
+			return false
+		}
+	}
+	b.args[0], b.args[1] = gr.exec, b.strm
+	if r := b.callArgs(b.d.cuGraphLaunch, 2); r != 0 {
+		b.fail(b.d.err("cuGraphLaunch", r))
+	}
+	return true
+}
+
+// matches reports whether the chain's binding patches give the values
+// the graph was captured with.
+func (gr *graph) matches(p *program, steps []plans.Step) bool {
+	i := 0
+	for s := range steps {
+		for _, c := range p.cmds {
+			for k := range c.patches {
+				if pt := &c.patches[k]; pt.Binding {
+					if i >= len(gr.sig) || gr.sig[i] != pt.Value(steps[s]) {
+						return false
+					}
+					i++
+				}
+			}
+		}
+	}
+	return i == len(gr.sig)
+}
+
+// capture records the chain's launches into a graph and instantiates it.
+func (b *Backend) capture(p *program, gr *graph, steps []plans.Step, base int) error {
+	if gr.exec != 0 {
+		b.d.call(b.d.cuGraphExecDestroy, gr.exec)
+		gr.exec = 0
+	}
+	if r := b.d.call(b.d.cuStreamBeginCapture, b.strm, captureRelaxed); r != 0 {
+		return b.d.err("cuStreamBeginCapture", r)
+	}
+	lerr := b.launchAll(p, steps, base)
+	var cg uintptr
+	r := b.d.call(b.d.cuStreamEndCapture, b.strm, uintptr(unsafe.Pointer(&cg)))
+	if lerr != nil {
+		return lerr
+	}
+	if r != 0 {
+		return b.d.err("cuStreamEndCapture", r)
+	}
+	defer b.d.call(b.d.cuGraphDestroy, cg)
+	if r := b.d.call(b.d.cuGraphInstantiate, uintptr(unsafe.Pointer(&gr.exec)), cg, 0); r != 0 {
+		gr.exec = 0
+		return b.d.err("cuGraphInstantiate", r)
+	}
+	gr.sig = gr.sig[:0]
+	for s := range steps {
+		for _, c := range p.cmds {
+			for k := range c.patches {
+				if pt := &c.patches[k]; pt.Binding {
+					gr.sig = append(gr.sig, pt.Value(steps[s]))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pipelineKey is the pipeline's key in the plan, else the one derived.
+func pipelineKey(p plans.Pipeline) string {
+	if p.Key != "" {
+		return p.Key
+	}
+	return plans.CacheKey(p.Kernel, p.Constants)
+}
