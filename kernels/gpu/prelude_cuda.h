@@ -62,7 +62,7 @@ template <typename T, typename U> inline T as_type(U u) {
 #define floor(x) floorf(x)
 #define ceil(x) ceilf(x)
 #define isnan(x) ((x) != (x))
-#define INFINITY __builtin_huge_valf()
+#define INFINITY __int_as_float(0x7f800000)
 #define M_PI_F 3.14159265358979323846f
 
 template <typename T> inline T min(T a, T b) { return b < a ? b : a; }

@@ -20,6 +20,7 @@ __device__ float __shfl_down_sync(unsigned mask, float v, unsigned delta, int wi
 __device__ unsigned __shfl_down_sync(unsigned mask, unsigned v, unsigned delta, int width = 32);
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 __device__ void __threadfence_block();
+__device__ float __int_as_float(int);
 __device__ float expf(float);
 __device__ float logf(float);
 __device__ float sinf(float);
