@@ -199,8 +199,8 @@ func TestCUDADecodeStepDoesNotAllocate(t *testing.T) {
 	s := sess(t, m)
 	gen(t, s, m.Tokenizer.Tokenize("Once", true, false), GenerateOptions{MaxTokens: 1})
 	n := len(s.steps)
-	// The first chain of a length grows the parameter memory, and the
-	// first of each parameter generation captures its graph.
+	// The first chain of a length grows the parameter memory and captures
+	// its steps' graphs.
 	for range 4 {
 		s.chain(m.decode, n)
 	}

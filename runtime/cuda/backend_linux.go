@@ -31,9 +31,9 @@ const (
 	// at most two: one chain running while the host reads the last).
 	generations = 3
 	maxArgs     = 16
-	// maxGraphs bounds the graphs a program keeps (one per chain length
-	// and generation); past it, chains launch from the host.
-	maxGraphs = 24
+	// maxGraphs bounds the graphs a program keeps (one per step slot and
+	// generation); past it, chains launch from the host.
+	maxGraphs = 3 * 512
 	// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED.
 	captureRelaxed = 2
 )
@@ -66,6 +66,8 @@ type Backend struct {
 
 	uploaded   int64
 	uploadTime time.Duration
+
+	prof *profiler // AKUNU_CUDA_PROFILE=1
 }
 
 // Options configure the backend.
@@ -119,6 +121,10 @@ func New(opt Options) (*Backend, error) {
 		opt.NoGraphs = true
 	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
+	if os.Getenv("AKUNU_CUDA_PROFILE") == "1" {
+		b.prof = &profiler{byName: map[string]*profStat{}}
+		b.opt.NoGraphs = true
+	}
 	var dev int32
 	if r := d.call(d.cuDeviceGet, uintptr(unsafe.Pointer(&dev)), uintptr(opt.Device)); r != 0 {
 		return nil, fmt.Errorf("%w: device %d: %v", ErrUnavailable, opt.Device, d.err("cuDeviceGet", r))
@@ -162,9 +168,13 @@ func New(opt Options) (*Backend, error) {
 
 // enter makes the backend's context current on this goroutine's thread,
 // locked until the returned function runs.
+// (Through the backend's argument array: driver.call's variadic list
+// would be one allocation per call, and enter runs on every Encode,
+// Commit and Wait.)
 func (b *Backend) enter() func() {
 	goruntime.LockOSThread()
-	b.d.call(b.d.cuCtxSetCurrent, b.ctx)
+	b.args[0] = b.ctx
+	b.callArgs(b.d.cuCtxSetCurrent, 1)
 	return goruntime.UnlockOSThread
 }
 
@@ -420,6 +430,9 @@ func (b *Backend) Close() {
 		return
 	}
 	_ = b.Wait()
+	if b.prof != nil {
+		b.prof.report(os.Stderr)
+	}
 	defer b.enter()()
 	for i := range b.progs {
 		if b.progs[i] != nil {
@@ -557,14 +570,14 @@ type program struct {
 	hostP  unsafe.Pointer
 }
 
-// graphKey names a captured chain: its length and the parameter
-// generation its launches point into.
-type graphKey struct{ n, gen int }
+// graphKey names a captured step: its index in the chain and the
+// parameter generation its launches point into.
+type graphKey struct{ step, gen int }
 
-// graph is a captured chain: every launch of n steps, one graph launch.
+// graph is a captured step: every launch of one step, one graph launch.
 // Its kernels' arguments are fixed at capture; the parameters they point
-// to are uploaded before each launch. sig holds the binding patches'
-// values (the KV sequence slot) it was captured with: a chain whose
+// to are uploaded before each chain. sig holds the binding patches'
+// values (the KV sequence slot) it was captured with: a step whose values
 // differ is captured again.
 type graph struct {
 	exec uintptr
@@ -581,6 +594,7 @@ type slot struct {
 // slot, parameter bytes and the kernel arguments in the entry's order.
 type command struct {
 	label     string
+	kernel    string
 	fn        uintptr
 	grid, blk [3]uint32
 	shmem     uint32
@@ -633,7 +647,7 @@ func (b *Backend) bindCommand(dc *device.Command) (*command, error) {
 		return nil, fmt.Errorf("a grid counted in threads (Metal's dispatchThreads), which the compiler does not emit: %w", ErrUnsupported)
 	}
 	pl := b.pipelines[pipelineKey(dc.Pipeline)]
-	c := &command{label: dc.Label, fn: pl.fn, shmem: dc.TGMem, grid: dc.Grid, blk: dc.Threadgroup,
+	c := &command{label: dc.Label, kernel: dc.Kernel.Name, fn: pl.fn, shmem: dc.TGMem, grid: dc.Grid, blk: dc.Threadgroup,
 		slots: make([]slot, len(dc.Slots)), psize: len(dc.Params), bounds: device.BoundsTail(dc.Kernel)}
 	if t := int(dc.Threadgroup[0] * dc.Threadgroup[1] * dc.Threadgroup[2]); pl.maxThreads > 0 && t > pl.maxThreads {
 		return nil, fmt.Errorf("%d threads per block; %s allows %d: %w", t, pl.key, pl.maxThreads, ErrUnsupported)
@@ -836,103 +850,138 @@ func (b *Backend) Encode(h device.Program, steps []plans.Step) {
 		b.fail(b.d.err("cuMemcpyHtoDAsync", r))
 		return
 	}
-	if b.opt.SyncEachCommand || b.opt.NoGraphs || !b.launchGraph(p, g, steps, base) {
+	if b.opt.SyncEachCommand || b.opt.NoGraphs {
 		if err := b.launchAll(p, steps, base); err != nil {
 			b.fail(err)
 			return
 		}
+	} else {
+		b.launchGraph(p, g, steps, base)
 	}
 	b.args[0], b.args[1] = p.genEv[g], b.strm
 	if r := b.callArgs(b.d.cuEventRecord, 2); r != 0 {
 		b.fail(b.d.err("cuEventRecord", r))
 	}
+	if b.prof != nil {
+		b.collect()
+	}
 }
 
-// launchAll launches every command of every step on the stream (or into
-// the graph being captured from it).
+// launchAll launches every command of every step on the stream.
 func (b *Backend) launchAll(p *program, steps []plans.Step, base int) error {
 	for s := range steps {
-		at := uint64(base + s*p.stride)
-		for _, c := range p.cmds {
-			c.patch(steps[s])
-			for k, sl := range c.order {
-				x := &c.slots[sl]
-				c.vals[k] = 0
-				if x.bound {
-					c.vals[k] = x.ptr + x.off
-				}
+		if err := b.launchStep(p, steps[s], s, base+s*p.stride); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// launchStep launches every command of one step (the s-th of its chain,
+// its parameters at byte at of the parameter memory) on the stream, or
+// into the graph being captured from it.
+func (b *Backend) launchStep(p *program, step plans.Step, s, at int) error {
+	for _, c := range p.cmds {
+		c.patch(step)
+		for k, sl := range c.order {
+			x := &c.slots[sl]
+			c.vals[k] = 0
+			if x.bound {
+				c.vals[k] = x.ptr + x.off
 			}
-			c.vals[len(c.order)] = p.dev + at + uint64(c.off)
-			b.args[0] = c.fn
-			b.args[1], b.args[2], b.args[3] = uintptr(c.grid[0]), uintptr(c.grid[1]), uintptr(c.grid[2])
-			b.args[4], b.args[5], b.args[6] = uintptr(c.blk[0]), uintptr(c.blk[1]), uintptr(c.blk[2])
-			b.args[7], b.args[8], b.args[9], b.args[10] = uintptr(c.shmem), b.strm, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
-			if r := b.callArgs(b.d.cuLaunchKernel, 11); r != 0 {
-				return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuLaunchKernel", r))
-			}
-			if b.opt.SyncEachCommand {
-				b.args[0] = b.strm
-				if r := b.callArgs(b.d.cuStreamSynchronize, 1); r != 0 {
-					return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuStreamSynchronize", r))
-				}
+		}
+		c.vals[len(c.order)] = p.dev + uint64(at) + uint64(c.off)
+		b.args[0] = c.fn
+		b.args[1], b.args[2], b.args[3] = uintptr(c.grid[0]), uintptr(c.grid[1]), uintptr(c.grid[2])
+		b.args[4], b.args[5], b.args[6] = uintptr(c.blk[0]), uintptr(c.blk[1]), uintptr(c.blk[2])
+		b.args[7], b.args[8], b.args[9], b.args[10] = uintptr(c.shmem), b.strm, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
+		var r int
+		if b.prof != nil {
+			r = b.around(c.kernel, func() int { return b.callArgs(b.d.cuLaunchKernel, 11) })
+		} else {
+			r = b.callArgs(b.d.cuLaunchKernel, 11)
+		}
+		if r != 0 {
+			return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuLaunchKernel", r))
+		}
+		if b.opt.SyncEachCommand {
+			b.args[0] = b.strm
+			if r := b.callArgs(b.d.cuStreamSynchronize, 1); r != 0 {
+				return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuStreamSynchronize", r))
 			}
 		}
 	}
 	return nil
 }
 
-// launchGraph launches the chain as its captured graph, capturing it
-// first where there is none for its length and generation or where its
-// binding patches' values differ from the capture's; false where the
-// program has as many graphs as it keeps (the caller launches from the
-// host).
-func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int) bool {
-	key := graphKey{n: len(steps), gen: gen}
-	gr := p.graphs[key]
-	if gr == nil {
-		if len(p.graphs) >= maxGraphs {
-			return false
-		}
-		if p.graphs == nil {
-			p.graphs = map[graphKey]*graph{}
-		}
-		gr = &graph{}
-		p.graphs[key] = gr
+// launchGraph launches the chain as one graph per step: step s of
+// generation gen's graph launches every command with its parameters in
+// step slot s. A step without a graph, or whose binding patches' values
+// differ from its graph's, is captured first, for every generation at
+// once, so that the first chain of a length pays the captures and later
+// chains of any length up to it none. Past the graphs a program keeps,
+// the remaining steps launch from the host.
+func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int) {
+	if p.graphs == nil {
+		p.graphs = map[graphKey]*graph{}
 	}
-	if gr.exec == 0 || !gr.matches(p, steps) {
-		if err := b.capture(p, gr, steps, base); err != nil {
-			delete(p.graphs, key)
-			return false
+	for s := range steps {
+		gr := p.graphs[graphKey{step: s, gen: gen}]
+		if gr == nil || !gr.matches(p, steps[s]) {
+			if len(p.graphs)+generations > maxGraphs {
+				// as many graphs as a program keeps: the rest from the host
+				for t := s; t < len(steps); t++ {
+					if err := b.launchStep(p, steps[t], t, base+t*p.stride); err != nil {
+						b.fail(err)
+						break
+					}
+				}
+				return
+			}
+			for g := range generations {
+				k := graphKey{step: s, gen: g}
+				og := p.graphs[k]
+				if og == nil {
+					og = &graph{}
+					p.graphs[k] = og
+				}
+				if og.exec == 0 || !og.matches(p, steps[s]) {
+					if err := b.capture(p, og, steps[s], s, g*p.reps*p.stride+s*p.stride); err != nil {
+						delete(p.graphs, k)
+						b.fail(err)
+						return
+					}
+				}
+			}
+			gr = p.graphs[graphKey{step: s, gen: gen}]
+		}
+		b.args[0], b.args[1] = gr.exec, b.strm
+		if r := b.callArgs(b.d.cuGraphLaunch, 2); r != 0 {
+			b.fail(b.d.err("cuGraphLaunch", r))
+			return
 		}
 	}
-	b.args[0], b.args[1] = gr.exec, b.strm
-	if r := b.callArgs(b.d.cuGraphLaunch, 2); r != 0 {
-		b.fail(b.d.err("cuGraphLaunch", r))
-	}
-	return true
 }
 
-// matches reports whether the chain's binding patches give the values
-// the graph was captured with.
-func (gr *graph) matches(p *program, steps []plans.Step) bool {
+// matches reports whether step's binding patches give the values the
+// graph was captured with.
+func (gr *graph) matches(p *program, step plans.Step) bool {
 	i := 0
-	for s := range steps {
-		for _, c := range p.cmds {
-			for k := range c.patches {
-				if pt := &c.patches[k]; pt.Binding {
-					if i >= len(gr.sig) || gr.sig[i] != pt.Value(steps[s]) {
-						return false
-					}
-					i++
+	for _, c := range p.cmds {
+		for k := range c.patches {
+			if pt := &c.patches[k]; pt.Binding {
+				if i >= len(gr.sig) || gr.sig[i] != pt.Value(step) {
+					return false
 				}
+				i++
 			}
 		}
 	}
 	return i == len(gr.sig)
 }
 
-// capture records the chain's launches into a graph and instantiates it.
-func (b *Backend) capture(p *program, gr *graph, steps []plans.Step, base int) error {
+// capture records one step's launches into a graph and instantiates it.
+func (b *Backend) capture(p *program, gr *graph, step plans.Step, s, at int) error {
 	if gr.exec != 0 {
 		b.d.call(b.d.cuGraphExecDestroy, gr.exec)
 		gr.exec = 0
@@ -940,7 +989,7 @@ func (b *Backend) capture(p *program, gr *graph, steps []plans.Step, base int) e
 	if r := b.d.call(b.d.cuStreamBeginCapture, b.strm, captureRelaxed); r != 0 {
 		return b.d.err("cuStreamBeginCapture", r)
 	}
-	lerr := b.launchAll(p, steps, base)
+	lerr := b.launchStep(p, step, s, at)
 	var cg uintptr
 	r := b.d.call(b.d.cuStreamEndCapture, b.strm, uintptr(unsafe.Pointer(&cg)))
 	if lerr != nil {
@@ -955,12 +1004,10 @@ func (b *Backend) capture(p *program, gr *graph, steps []plans.Step, base int) e
 		return b.d.err("cuGraphInstantiate", r)
 	}
 	gr.sig = gr.sig[:0]
-	for s := range steps {
-		for _, c := range p.cmds {
-			for k := range c.patches {
-				if pt := &c.patches[k]; pt.Binding {
-					gr.sig = append(gr.sig, pt.Value(steps[s]))
-				}
+	for _, c := range p.cmds {
+		for k := range c.patches {
+			if pt := &c.patches[k]; pt.Binding {
+				gr.sig = append(gr.sig, pt.Value(step))
 			}
 		}
 	}

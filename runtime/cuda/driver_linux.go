@@ -158,7 +158,15 @@ func openNVRTC() (uintptr, string, error) {
 
 // call calls a driver or NVRTC function that returns a status (0: success).
 // Load-time calls use it; the per-step path uses the backend's own
-// argument array (backend.launch), which allocates nothing.
+// argument array (Backend.callArgs), which allocates nothing.
+//
+// Its arguments are often out-parameters, uintptr(unsafe.Pointer(&x)) of
+// a local: uintptrescapes moves x to the heap and keeps it there for the
+// call. Without it a stack that moved during the call left the driver
+// writing into the old stack and x unchanged (seen: a cuMemAllocHost that
+// succeeded and left its pointer nil).
+//
+//go:uintptrescapes
 func (d *driver) call(fn uintptr, args ...uintptr) int {
 	r, _, _ := purego.SyscallN(fn, args...)
 	return int(int32(r))
