@@ -172,6 +172,8 @@ var rules = []Rule{
 
 	rule("attn_decode_parallel_kv", isCPU, 0,
 		"ours: heads already spread over goroutines"),
+	rule("attn_decode_parallel_kv", isNVIDIA, 1,
+		"measured on an H200 (docs/cuda.md): one threadgroup per head leaves most of 132 SMs idle; split-K took the Qwen3-0.6B shape's decode from 323 to 556 tok/s at a 4096 context, the reduce dispatch included"),
 	rule("attn_decode_parallel_kv", largeGPU, 4096,
 		"ours, unmeasured: split-K adds a reduce dispatch per layer, so it pays only for long caches; sooner with more cores to fill"),
 	rule("attn_decode_parallel_kv", mediumGPU, 8192,
@@ -212,8 +214,9 @@ type Cond struct {
 }
 
 var (
-	always = Cond{"always", func(*Profile) bool { return true }}
-	isCPU  = Cond{"kind = cpu", func(p *Profile) bool { return p.Kind == CPU }}
+	always   = Cond{"always", func(*Profile) bool { return true }}
+	isCPU    = Cond{"kind = cpu", func(p *Profile) bool { return p.Kind == CPU }}
+	isNVIDIA = Cond{"vendor = nvidia", func(p *Profile) bool { return p.Vendor == NVIDIA }}
 )
 
 // cpuFamily holds for CPU targets of one instruction-set level.
