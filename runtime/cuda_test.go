@@ -101,7 +101,9 @@ func TestCUDAMatchesTheCPU(t *testing.T) {
 	every := []dtype.Type{dtype.F32, dtype.F16, dtype.BF16, dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1,
 		dtype.Q4_K, dtype.Q5_K, dtype.Q6_K}
 	some := []dtype.Type{dtype.F16, dtype.Q8_0, dtype.Q4_0, dtype.Q4_K, dtype.Q6_K}
-	for _, arch := range []string{"llama", "qwen3", "gemma3"} {
+	// qwen2 adds the QKV biases, gemma2 soft-capping, GELU and the
+	// sliding window, phi3 its fused projections.
+	for _, arch := range []string{"llama", "qwen3", "gemma3", "qwen2", "gemma2", "phi3"} {
 		dts := some
 		if arch == "llama" {
 			dts = every // every weight type's GEMV, GEMM and embedding kernels
