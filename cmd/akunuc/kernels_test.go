@@ -59,12 +59,12 @@ func TestKernelsJSONListsTheCatalog(t *testing.T) {
 				t.Errorf("%v: no field %s", e["name"], f)
 			}
 		}
-		// Every kernel runs on the CPU; the F16-activation kernels (what an
-		// Apple plan names) also have MSL.
+		// Every kernel runs on the CPU; the F16-activation kernels (what a
+		// GPU plan names) also have their one GPU source, MSL and CUDA.
 		b, _ := e["backends"].([]any)
 		want := []any{"cpu"}
 		if e["act"] == "F16" || e["act"] == "f16" {
-			want = []any{"cpu", "metal"}
+			want = []any{"cpu", "cuda", "metal"}
 		}
 		if fmt.Sprint(b) != fmt.Sprint(want) {
 			t.Errorf("%v: backends %v, want %v", e["name"], b, want)

@@ -1,0 +1,495 @@
+package cuda_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/kernels/gpu"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/cpu"
+	"github.com/akunu-dev/akunu/runtime/cuda"
+	"github.com/akunu-dev/akunu/runtime/device"
+	"github.com/akunu-dev/akunu/specs/chips"
+)
+
+// backend is what the cross-check needs of a backend (runtime.Backend's
+// subset; runtime imports this package, so it cannot be named here).
+type backend interface {
+	Alloc(int) (device.Buffer, error)
+	Map([]byte) (device.Buffer, error)
+	Free(device.Buffer)
+	Write(device.Buffer, int, []byte) error
+	Read([]byte, device.Buffer, int) error
+	Bind([]device.Command) (device.Program, error)
+	Unbind(device.Program)
+	Encode(device.Program, []plans.Step)
+	Commit()
+	Wait() error
+}
+
+var (
+	gpuOnce sync.Once
+	gpuBE   *cuda.Backend
+	gpuErr  error
+)
+
+func cudaBackend(t *testing.T) *cuda.Backend {
+	t.Helper()
+	gpuOnce.Do(func() { gpuBE, gpuErr = cuda.New(cuda.Options{}) })
+	if errors.Is(gpuErr, cuda.ErrUnavailable) {
+		t.Skipf("no CUDA here: %v", gpuErr)
+	}
+	if gpuErr != nil {
+		t.Fatal(gpuErr)
+	}
+	return gpuBE
+}
+
+// kcase is one command of one kernel: its shape (the geometry rule gives
+// the launch and the constants from it, as the compiler does), its
+// parameter struct and its buffers by binding name.
+type kcase struct {
+	shape  kernels.Shape
+	params any
+	bufs   map[string][]byte
+}
+
+// run binds the case's command on be as the runtime would (device.Resolve
+// first), runs it once and returns the bytes of every buffer it writes.
+func run(t *testing.T, be backend, k *kernels.Kernel, c kcase) map[string][]byte {
+	t.Helper()
+	tun, err := chips.Resolve("h100-sxm", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := k.Geometry(c.shape, tun.Tuning())
+	if err != nil {
+		t.Fatalf("%s: geometry: %v", k.Name, err)
+	}
+	p := plans.Pipeline{Kernel: k.Name}
+	for _, cv := range l.Constants {
+		typ := plans.ConstU32
+		if cv.Type == kernels.ConstBool {
+			typ = plans.ConstBool
+		}
+		p.Constants = append(p.Constants, plans.Constant{Index: uint32(cv.Index), Type: typ, Value: cv.Value})
+	}
+	cmd := plans.Command{Label: "test." + k.Name, Params: kernels.Encode(c.params), ParamsSlot: uint32(k.ParamSlot), ThreadgroupMemory: uint32(l.TGMem)}
+	for d := range 3 {
+		cmd.Grid[d], cmd.Threadgroup[d] = uint32(l.Grid[d]), uint32(l.Threadgroup[d])
+	}
+	pl := &plans.Plan{Pipelines: []plans.Pipeline{p}}
+	pl.Header.Target.Tuning.NormTG = uint32(tun.Tuning().NormTG)
+	var bufs []device.Buffer
+	defer func() {
+		for _, b := range bufs {
+			be.Free(b)
+		}
+	}()
+	names := map[int]string{}
+	for _, b := range k.Bindings {
+		data, ok := c.bufs[b.Name]
+		if !ok {
+			continue
+		}
+		kind := plans.BufScratch
+		var h device.Buffer
+		switch b.Role {
+		case kernels.RoleWeight:
+			kind = plans.BufWeight
+			h, err = be.Map(data)
+		default:
+			if b.Role == kernels.RoleKV {
+				kind = plans.BufKV
+			}
+			if h, err = be.Alloc(len(data)); err == nil {
+				err = be.Write(h, 0, data)
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: buffer %s: %v", k.Name, b.Name, err)
+		}
+		names[len(bufs)] = b.Name
+		cmd.Bindings = append(cmd.Bindings, plans.Binding{Slot: uint32(b.Slot), Buffer: uint32(len(bufs))})
+		pl.Buffers = append(pl.Buffers, plans.Buffer{Name: b.Name, Kind: kind, Size: uint64(len(data))})
+		bufs = append(bufs, h)
+	}
+	pr := &plans.Program{Name: "test", Batch: 1, Commands: []plans.Command{cmd}}
+	rc, err := device.Resolve(pl, pr, 0, bufs, plans.StepBounds{Slots: 8, Ctx: tCtx, Seqs: 2, Batch: 1 << 16, Out: 1 << 16})
+	if err != nil {
+		t.Fatalf("%s: %v", k.Name, err)
+	}
+	prog, err := be.Bind([]device.Command{rc})
+	if err != nil {
+		t.Fatalf("%s: bind: %v", k.Name, err)
+	}
+	defer be.Unbind(prog)
+	be.Encode(prog, []plans.Step{{}})
+	be.Commit()
+	if err := be.Wait(); err != nil {
+		t.Fatalf("%s: %v", k.Name, err)
+	}
+	out := map[string][]byte{}
+	for i, b := range bufs {
+		name := names[i]
+		for _, kb := range k.Bindings {
+			if kb.Name == name && kb.Access != kernels.Read {
+				o := make([]byte, len(c.bufs[name]))
+				if err := be.Read(o, b, 0); err != nil {
+					t.Fatal(err)
+				}
+				out[name] = o
+			}
+		}
+	}
+	return out
+}
+
+// Sizes of the cases: small, but past one threadgroup and one block of
+// every weight type, with ragged rows where a kernel allows them.
+const (
+	tD, tRows, tN, tK = 256, 3, 96, 512
+	tH, tKVH, tHD     = 4, 2, 64
+	tCtx, tVocab      = 64, 1000
+)
+
+func f16s(r *rand.Rand, n int, scale float64) []byte {
+	b := make([]byte, 2*n)
+	for i := range n {
+		binary.LittleEndian.PutUint16(b[2*i:], dtype.Float16bits(float32(r.NormFloat64()*scale)))
+	}
+	return b
+}
+
+func f32s(r *rand.Rand, n int, scale, offset float64) []byte {
+	b := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(offset+r.NormFloat64()*scale)))
+	}
+	return b
+}
+
+func u32s(vs ...uint32) []byte {
+	b := make([]byte, 4*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], v)
+	}
+	return b
+}
+
+func quantized(t *testing.T, r *rand.Rand, dt dtype.Type, rows, k int) []byte {
+	t.Helper()
+	src := make([]float32, rows*k)
+	for i := range src {
+		src[i] = float32(r.NormFloat64())
+	}
+	rb, err := dt.RowBytes(int64(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := make([]byte, rows*int(rb))
+	if err := dtype.Quantize(dt, src, w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// caseFor builds a case for kernel k, or says why it has none.
+func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
+	v := k.Variant
+	switch k.Op {
+	case kernels.OpGEMV:
+		s := kernels.Shape{Tokens: 1, N: tN, K: tK, Bias: true}
+		b := map[string][]byte{"w": quantized(t, r, k.DType, tN, tK), "y": make([]byte, 2*tN), "bias": f32s(r, tN, 1, 0)}
+		if v&kernels.SiLU != 0 {
+			b["gate"], b["up"] = f16s(r, tK, 1), f16s(r, tK, 1)
+		} else {
+			b["x"] = f16s(r, tK, 1)
+		}
+		return kcase{s, kernels.GEMVParams{N: tN, K: tK}, b}, nil
+	case kernels.OpGEMM:
+		m := 37
+		if v&kernels.Small != 0 {
+			m = 5
+		}
+		s := kernels.Shape{Tokens: m, N: tN, K: tK, Bias: true}
+		b := map[string][]byte{"w": quantized(t, r, k.DType, tN, tK), "x": f16s(r, m*tK, 1), "y": make([]byte, 2*m*tN), "bias": f32s(r, tN, 1, 0)}
+		return kcase{s, kernels.GEMMParams{M: uint32(m), N: tN, K: tK, LDA: tK, LDC: tN}, b}, nil
+	case kernels.OpEmbedding:
+		s := kernels.Shape{Tokens: 4, Dim: tD, Vocab: 50}
+		b := map[string][]byte{"table": quantized(t, r, k.DType, 50, tD), "ids": u32s(9, 3, 49, 50, 7), "out": make([]byte, 2*4*tD)}
+		return kcase{s, kernels.EmbeddingParams{Dim: tD, Vocab: 50, TokenSlot: 1, NTokens: 4, Scale: 1.5, OutStride: tD}, b}, nil
+	case kernels.OpRMSNorm, kernels.OpLayerNorm:
+		s := kernels.Shape{Tokens: tRows, Dim: tD, Bias: k.Op == kernels.OpLayerNorm}
+		b := map[string][]byte{"x": f16s(r, tRows*tD, 1), "residual": f16s(r, tRows*tD, 1), "weight": f32s(r, tD, 0.3, 1),
+			"bias": f32s(r, tD, 1, 0), "out": make([]byte, 2*tRows*tD)}
+		return kcase{s, kernels.NormParams{Dim: tD, NRows: tRows, NHeads: 1, Stride: tD, Eps: 1e-5}, b}, nil
+	case kernels.OpHeadRMSNorm:
+		s := kernels.Shape{Tokens: tRows, Dim: tHD, Heads: tH}
+		b := map[string][]byte{"x": f16s(r, tRows*tH*tHD, 1), "weight": f32s(r, tHD, 0.3, 1)}
+		return kcase{s, kernels.NormParams{Dim: tHD, NRows: tRows, NHeads: tH, Stride: tH * tHD, Eps: 1e-6}, b}, nil
+	case kernels.OpRoPE:
+		s := kernels.Shape{Tokens: tRows, Heads: tH, HeadDim: tHD, Factors: true}
+		b := map[string][]byte{"x": f16s(r, tRows*tH*tHD, 1), "factors": f32s(r, tHD/2, 0.2, 1), "pos": u32s(5, 17, 2), "seq": u32s(0, 0, 0)}
+		return kcase{s, kernels.RoPEParams{Position: 5, NTokens: tRows, NHeads: tH, HeadDim: tHD, RopeDim: tHD, Stride: tH * tHD,
+			OrigCtx: 4096, Theta: 10000, FreqScale: 0.5, AttnFactor: 1, ExtFactor: 1, BetaFast: 32, BetaSlow: 1}, b}, nil
+	case kernels.OpRoPEQKVWrite, kernels.OpHeadNormRoPEKVWrite:
+		cache := 2 * tKVH * tCtx * tHD // two sequence slots
+		s := kernels.Shape{Tokens: tRows, Heads: tH, KVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD, MaxCtx: tCtx, Factors: true}
+		b := map[string][]byte{"q": f16s(r, tRows*tH*tHD, 1), "k": f16s(r, tRows*tKVH*tHD, 1), "v": f16s(r, tRows*tKVH*tHD, 1),
+			"q_norm": f32s(r, tHD, 0.3, 1), "k_norm": f32s(r, tHD, 0.3, 1), "q_out": make([]byte, 2*tRows*tH*tHD),
+			"k_cache": f16s(r, cache, 1), "v_cache": f16s(r, cache, 1), "factors": f32s(r, tHD/2, 0.2, 1),
+			"pos": u32s(5, 63, 64), "seq": u32s(1, 0, 1)} // position 64 is past max_ctx: that row writes nothing
+		return kcase{s, kernels.RoPEQKVWriteParams{Position: 5, NTokens: tRows, NHeads: tH, NKVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD,
+			RopeDim: tHD, MaxCtx: tCtx, QStride: tH * tHD, KVStride: tKVH * tHD, OrigCtx: 4096, Theta: 10000, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}, b}, nil
+	case kernels.OpAttentionDecode, kernels.OpAttentionPrefill, kernels.OpAttentionDecodeReduce:
+		tokens := 1
+		if k.Op == kernels.OpAttentionPrefill {
+			tokens = 6
+		}
+		cache := 2 * tKVH * tCtx * tHD // two sequence slots
+		s := kernels.Shape{Tokens: tokens, Heads: tH, KVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD, MaxCtx: tCtx, Softcap: true, Window: true}
+		p := kernels.AttentionParams{NHeads: tH, NKVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD, KVLen: 40, MaxCtx: tCtx, Position: 39,
+			NTokens: uint32(tokens), Window: 24, QStride: tH * tHD, OStride: tH * tHD, Scale: 0.125, Softcap: 30}
+		if tokens > 1 {
+			p.Position, p.KVLen = 34, 40
+		}
+		splits := 2 // attnSplits(tCtx)
+		b := map[string][]byte{"q": f16s(r, tokens*tH*tHD, 1), "k_cache": f16s(r, cache, 1), "v_cache": f16s(r, cache, 1),
+			"out": make([]byte, 2*tokens*tH*tHD), "partials": make([]byte, 4*tH*splits*(tHD+2)),
+			"pos": u32s(34, 35, 36, 63, 64, 10), "seq": u32s(0, 1, 0, 1, 0, 1)}
+		if k.Op == kernels.OpAttentionDecodeReduce {
+			pt := f32s(r, tH*splits*(tHD+2), 1, 0)
+			for h := range tH * splits {
+				binary.LittleEndian.PutUint32(pt[4*(h*(tHD+2)+tHD+1):], math.Float32bits(float32(1+r.Float64())))
+			}
+			b["partials"] = pt
+		}
+		return kcase{s, p, b}, nil
+	case kernels.OpBiasAdd, kernels.OpAdd, kernels.OpMul, kernels.OpScale, kernels.OpSoftcap, kernels.OpSiLU, kernels.OpGELU,
+		kernels.OpSiLUGate, kernels.OpGELUGate, kernels.OpCopy, kernels.OpConvert, kernels.OpGatherRows:
+		s := kernels.Shape{Tokens: tRows, Dim: tD, LastRow: true}
+		n := tRows * tD
+		outSize := 2 * n
+		if k.Op == kernels.OpConvert {
+			outSize = 4 * n
+		}
+		b := map[string][]byte{"x": f16s(r, 5*tD, 2), "a": f16s(r, n, 2), "b": f16s(r, n, 2), "gate": f16s(r, n, 2), "up": f16s(r, n, 2),
+			"bias": f32s(r, tD, 1, 0), "rows": u32s(4, 0, 2), "out": make([]byte, outSize)}
+		if k.Op == kernels.OpBiasAdd {
+			b["x"] = f16s(r, n, 2)
+		}
+		alpha := float32(1.7)
+		if k.Op == kernels.OpSoftcap {
+			alpha = 3
+		}
+		return kcase{s, kernels.ElementwiseParams{NRows: tRows, NCols: tD, AStride: tD, BStride: tD, OutStride: tD, Alpha: alpha}, b}, nil
+	case kernels.OpArgmax:
+		s := kernels.Shape{Tokens: 2, Vocab: tVocab}
+		return kcase{s, kernels.ArgmaxParams{N: tVocab, OutSlot: 1, NRows: 2},
+			map[string][]byte{"logits": f16s(r, 2*tVocab, 3), "ids": make([]byte, 4*4)}}, nil
+	case kernels.OpGumbelTopK:
+		s := kernels.Shape{Tokens: 1, Vocab: tVocab}
+		return kcase{s, kernels.SamplingParams{Vocab: tVocab, TopK: 40, Seed: 7, Position: 3, Temperature: 0.8, TopP: 0.9, MinP: 0.05},
+			map[string][]byte{"logits": f16s(r, tVocab, 3)}}, nil
+	}
+	return kcase{}, fmt.Errorf("no case for op %v", k.Op)
+}
+
+// quantizedProduct reports whether k multiplies by quantized weights.
+func quantizedProduct(k *kernels.Kernel) bool {
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM) && k.DType.Quantized()
+}
+
+// product is the exact y = W·x (+ bias) of a GEMV or GEMM case, W
+// dequantized as llama.cpp's reference does, x the F16 activations (for a
+// _silu GEMV, silu(gate)·up in float), rounded to F16 as the kernels store y.
+func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
+	t.Helper()
+	m, n, kk := c.shape.Tokens, c.shape.N, c.shape.K
+	w := make([]float32, n*kk)
+	if err := dtype.Dequantize(k.DType, c.bufs["w"], w); err != nil {
+		t.Fatal(err)
+	}
+	f16 := func(b []byte, i int) float64 {
+		return float64(dtype.Float16frombits(binary.LittleEndian.Uint16(b[2*i:])))
+	}
+	x := make([]float64, m*kk)
+	for i := range x {
+		if k.Variant&kernels.SiLU != 0 {
+			g, u := f16(c.bufs["gate"], i), f16(c.bufs["up"], i)
+			x[i] = g / (1 + math.Exp(-g)) * u
+		} else {
+			x[i] = f16(c.bufs["x"], i)
+		}
+	}
+	y := make([]byte, 2*m*n)
+	for r := range m {
+		for o := range n {
+			s := float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
+			for e := range kk {
+				s += float64(w[o*kk+e]) * x[r*kk+e]
+			}
+			binary.LittleEndian.PutUint16(y[2*(r*n+o):], dtype.Float16bits(float32(s)))
+		}
+	}
+	return map[string][]byte{"y": y}
+}
+
+// closeWithin is closeTo with a relative tolerance of rel.
+func closeWithin(t *testing.T, k *kernels.Kernel, got, want map[string][]byte, rel float64) {
+	t.Helper()
+	compare(t, k, got, want, rel, "the CPU twin, against the exact product")
+}
+
+// closeTo compares the written buffers: F16 and F32 elements within tol of
+// the largest reference magnitude (both compute in float, in different
+// orders, and round to F16), -inf where the reference has it, uint32 ids
+// exactly.
+func closeTo(t *testing.T, k *kernels.Kernel, got, want map[string][]byte) {
+	t.Helper()
+	compare(t, k, got, want, 4e-3, "")
+}
+
+func compare(t *testing.T, k *kernels.Kernel, got, want map[string][]byte, rel float64, who string) {
+	t.Helper()
+	for name, w := range want {
+		g := got[name]
+		switch {
+		case name == "ids":
+			if string(g) != string(w) {
+				t.Errorf("%s: %s = % x, the CPU's % x", k.Name, name, g, w)
+			}
+			continue
+		}
+		f32 := name == "partials" || k.Op == kernels.OpConvert
+		vals := func(b []byte) []float64 {
+			var out []float64
+			if f32 {
+				for i := 0; i+4 <= len(b); i += 4 {
+					out = append(out, float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:]))))
+				}
+				return out
+			}
+			for i := 0; i+2 <= len(b); i += 2 {
+				out = append(out, float64(dtype.Float16frombits(binary.LittleEndian.Uint16(b[i:]))))
+			}
+			return out
+		}
+		gv, wv := vals(g), vals(w)
+		scale := 0.0
+		for _, x := range wv {
+			if !math.IsInf(x, 0) && !math.IsNaN(x) {
+				scale = max(scale, math.Abs(x))
+			}
+		}
+		tol := rel*scale + 1e-6
+		bad, first := 0, -1
+		for i := range wv {
+			inf := math.IsInf(wv[i], 0) || math.IsInf(gv[i], 0)
+			if inf && wv[i] != gv[i] || !inf && !(math.Abs(gv[i]-wv[i]) <= tol) {
+				if first < 0 {
+					first = i
+				}
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %s %s: %d of %d elements differ; [%d] = %g, want %g (tolerance %.3g)", k.Name, who, name, bad, len(wv), first, gv[first], wv[first], tol)
+		}
+	}
+}
+
+// Every GPU kernel of the catalog, compiled from the one kernel source by
+// NVRTC, computes what its CPU twin computes on the same inputs: every
+// weight type of the GEMVs, GEMMs and embeddings, every variant, with the
+// guards the Rows forms keep (a position past the cache, a second sequence
+// slot) and the options their constants select (bias, factors, softcap,
+// window, last_row).
+func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
+	g := cudaBackend(t)
+	c := cpu.New(cpu.Options{Threads: 4})
+	defer c.Close()
+	n := 0
+	for _, k := range gpuKernels(t) {
+		t.Run(k.Name, func(t *testing.T) {
+			cs, err := caseFor(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := run(t, c, k, cs)
+			got := run(t, g, k, cs)
+			if quantizedProduct(k) {
+				// The CPU twin quantizes x to 8 bits first (as llama.cpp's CPU
+				// backend does); the GPU kernels multiply by x as it is. Both
+				// are held to the exact product of the dequantized weights,
+				// the GPU tightly, the CPU within its 8-bit rounding.
+				ref := product(t, k, cs)
+				closeTo(t, k, got, ref)
+				closeWithin(t, k, want, ref, 2e-2)
+				return
+			}
+			closeTo(t, k, got, want)
+		})
+		n++
+	}
+	t.Logf("%d kernels held to their CPU twins", n)
+}
+
+// gpuKernels are the kernels of the one GPU source, in catalog order.
+func gpuKernels(t *testing.T) []*kernels.Kernel {
+	es, err := gpu.Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*kernels.Kernel
+	for _, k := range kernels.All() {
+		if es[k.Name] != nil {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no GPU kernels")
+	}
+	return out
+}
+
+// The cases themselves, on the CPU alone (so CI checks them though it has
+// no GPU): every GPU kernel has one, it resolves and binds as a plan's
+// command would, and what it writes is finite and not all zeros, so the
+// comparison above compares something.
+func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
+	c := cpu.New(cpu.Options{Threads: 2})
+	defer c.Close()
+	for _, k := range gpuKernels(t) {
+		t.Run(k.Name, func(t *testing.T) {
+			cs, err := caseFor(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := run(t, c, k, cs)
+			if quantizedProduct(k) { // the reference the GPU is held to
+				closeWithin(t, k, out, product(t, k, cs), 2e-2)
+			}
+			if len(out) == 0 {
+				t.Fatal("the case binds no buffer the kernel writes")
+			}
+			for name, b := range out {
+				nonzero := false
+				for _, x := range b {
+					nonzero = nonzero || x != 0
+				}
+				if !nonzero {
+					t.Errorf("%s: all zeros", name)
+				}
+			}
+		})
+	}
+}
