@@ -1,0 +1,42 @@
+//go:build linux
+
+package cuda
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The compiled-kernel cache: a cubin put under its key comes back; a key
+// differs with the source, the architecture and NVRTC's version; a file
+// that is not an ELF image (truncated, overwritten) reads as a miss, so it
+// costs a compile and never a bad load.
+func TestKernelCache(t *testing.T) {
+	c := cache{dir: filepath.Join(t.TempDir(), "k")}
+	cubin := append([]byte("\x7fELF"), make([]byte, 60)...)
+	key := cacheKey("src", 90, 13, 0)
+	if c.get(key) != nil {
+		t.Fatal("a hit in an empty cache")
+	}
+	c.put(key, cubin)
+	if got := c.get(key); string(got) != string(cubin) {
+		t.Fatalf("got %q", got)
+	}
+	for _, other := range []string{cacheKey("src2", 90, 13, 0), cacheKey("src", 80, 13, 0), cacheKey("src", 90, 12, 8)} {
+		if other == key {
+			t.Errorf("two inputs share the key %s", key)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, key+".cubin"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c.get(key) != nil {
+		t.Error("a corrupt cubin read as a hit")
+	}
+	var off cache
+	off.put(key, cubin)
+	if off.get(key) != nil {
+		t.Error("the disabled cache hit")
+	}
+}
