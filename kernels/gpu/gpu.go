@@ -130,7 +130,7 @@ func bodyParams(code, fn string) ([]Param, string, error) {
 	if loc == nil {
 		return nil, "", fmt.Errorf("no body function %q (inline void %s(...))", fn, fn)
 	}
-	list, err := balanced(code, loc[1]-1, '(', ')')
+	list, err := Balanced(code, loc[1]-1, '(', ')')
 	if err != nil {
 		return nil, "", fmt.Errorf("body %s: %w", fn, err)
 	}
@@ -138,12 +138,12 @@ func bodyParams(code, fn string) ([]Param, string, error) {
 	if bo < 0 {
 		return nil, "", fmt.Errorf("body %s has no braces", fn)
 	}
-	body, err := balanced(code, loc[1]+len(list)+bo, '{', '}')
+	body, err := Balanced(code, loc[1]+len(list)+bo, '{', '}')
 	if err != nil {
 		return nil, "", fmt.Errorf("body %s: %w", fn, err)
 	}
 	var out []Param
-	for _, p := range splitTop(list) {
+	for _, p := range SplitTop(list) {
 		p = strings.Join(strings.Fields(p), " ")
 		j := strings.LastIndexFunc(p, func(r rune) bool { return !isIdent(r) })
 		if j < 0 || j == len(p)-1 {
@@ -222,7 +222,13 @@ func Constants(file string, es map[string]*Entry) ([]kernels.Constant, error) {
 
 // Expand returns a body file with its local includes inlined, each once.
 func Expand(file string, seen map[string]bool) (string, error) {
-	b, err := sources.ReadFile(file)
+	return ExpandFrom(func(name string) ([]byte, error) { return sources.ReadFile(name) }, file, seen)
+}
+
+// ExpandFrom is Expand over the files read gives (kernels/metal reads its
+// generated .metal files and, for their includes, this package's).
+func ExpandFrom(read func(string) ([]byte, error), file string, seen map[string]bool) (string, error) {
+	b, err := read(file)
 	if err != nil {
 		return "", fmt.Errorf("gpu: %w", err)
 	}
@@ -233,7 +239,7 @@ func Expand(file string, seen map[string]bool) (string, error) {
 			return "// (" + inc + ": inlined above)"
 		}
 		seen[inc] = true
-		s, err := Expand(inc, seen)
+		s, err := ExpandFrom(read, inc, seen)
 		if err != nil && err2 == nil {
 			err2 = err
 		}
@@ -262,8 +268,8 @@ func args(e *Entry) string {
 	return strings.Join(names, ", ")
 }
 
-// balanced returns the text between the bracket lb at open and its match.
-func balanced(s string, open int, lb, rb byte) (string, error) {
+// Balanced returns the text between the bracket lb at open and its match.
+func Balanced(s string, open int, lb, rb byte) (string, error) {
 	depth := 0
 	for i := open; i < len(s); i++ {
 		switch s[i] {
@@ -279,8 +285,8 @@ func balanced(s string, open int, lb, rb byte) (string, error) {
 	return "", fmt.Errorf("unbalanced %c", lb)
 }
 
-// splitTop splits a parameter list at the commas outside brackets.
-func splitTop(s string) []string {
+// SplitTop splits a parameter list at the commas outside brackets.
+func SplitTop(s string) []string {
 	var out []string
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {

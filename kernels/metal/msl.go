@@ -36,28 +36,13 @@ func Source(file string) (string, error) {
 var localInclude = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
 
 func expand(file string, seen map[string]bool) (string, error) {
-	b, err := sources.ReadFile(file)
-	if err != nil {
+	return gpu.ExpandFrom(func(name string) ([]byte, error) {
+		if b, err := sources.ReadFile(name); err == nil {
+			return b, nil
+		}
 		// the includes: the bodies, the prelude and ShaderTypes.h (kernels/gpu)
-		b, err = fs.ReadFile(gpu.FS, file)
-	}
-	if err != nil {
-		return "", fmt.Errorf("metal: %w", err)
-	}
-	var err2 error
-	out := localInclude.ReplaceAllStringFunc(string(b), func(line string) string {
-		inc := localInclude.FindStringSubmatch(line)[1]
-		if seen[inc] {
-			return "// (" + inc + ": inlined above)"
-		}
-		seen[inc] = true
-		s, err := expand(inc, seen)
-		if err != nil && err2 == nil {
-			err2 = err
-		}
-		return s
-	})
-	return out, err2
+		return fs.ReadFile(gpu.FS, name)
+	}, file, seen)
 }
 
 // Kernel is what the sources say of one kernel function: the file that
@@ -107,20 +92,21 @@ func Parse() (map[string]*Kernel, map[string][]FunctionConstant, error) {
 		funcs := map[string]*Kernel{} // by MSL function name
 		for _, loc := range kernelRE.FindAllStringSubmatchIndex(src, -1) {
 			name := src[loc[2]:loc[3]]
-			params, end, err := balanced(src, loc[1]-1, '(', ')')
+			params, err := gpu.Balanced(src, loc[1]-1, '(', ')')
 			if err != nil {
 				return nil, nil, fmt.Errorf("metal: %s: kernel %s: %w", f, name, err)
 			}
+			end := loc[1] + len(params) + 1 // after the closing parenthesis
 			bo := strings.IndexByte(src[end:], '{')
 			if bo < 0 {
 				return nil, nil, fmt.Errorf("metal: %s: kernel %s has no body", f, name)
 			}
-			body, _, err := balanced(src, end+bo, '{', '}')
+			body, err := gpu.Balanced(src, end+bo, '{', '}')
 			if err != nil {
 				return nil, nil, fmt.Errorf("metal: %s: kernel %s: %w", f, name, err)
 			}
 			k := &Kernel{Name: name, File: f, Func: name, Buffers: map[int]Param{}, Body: body}
-			for _, p := range splitTop(params) {
+			for _, p := range gpu.SplitTop(params) {
 				m := bufferRE.FindStringSubmatch(p)
 				if m == nil {
 					continue
@@ -163,44 +149,6 @@ func isTemplate(before string) bool { return templateTail.MatchString(before) }
 
 func isIdent(r rune) bool {
 	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-}
-
-// balanced returns the text between the bracket at open and its match, and
-// the index after the match.
-func balanced(s string, open int, lb, rb byte) (string, int, error) {
-	depth := 0
-	for i := open; i < len(s); i++ {
-		switch s[i] {
-		case lb:
-			depth++
-		case rb:
-			depth--
-			if depth == 0 {
-				return s[open+1 : i], i + 1, nil
-			}
-		}
-	}
-	return "", 0, fmt.Errorf("unbalanced %c", lb)
-}
-
-// splitTop splits a parameter list at the commas outside brackets.
-func splitTop(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[', '<', '{':
-			depth++
-		case ')', ']', '>', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }
 
 // Names lists the kernels the sources define, sorted.

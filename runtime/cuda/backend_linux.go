@@ -772,14 +772,16 @@ func (b *Backend) SetParam(h device.Program, cmd, at, width int, v uint64) {
 	b.progs[i].cmds[cmd].setParam(at, width, v)
 }
 
-func (c *command) setParam(at, width int, v uint64) {
-	if at < 0 || at+width > c.psize {
-		return
-	}
-	if width == 8 {
-		binary.LittleEndian.PutUint64(c.params[at:], v)
-	} else {
-		binary.LittleEndian.PutUint32(c.params[at:], uint32(v))
+func (c *command) setParam(at, width int, v uint64) { device.PutParam(c.params, c.psize, at, width, v) }
+
+// SetParam and SetOffset make a command device.Patchable.
+func (c *command) SetParam(at, width int, v uint64) { c.setParam(at, width, v) }
+
+// SetOffset moves binding slot's offset (and its bound length).
+func (c *command) SetOffset(slot int, off uint64) {
+	c.slots[slot].off = off
+	if c.bounds {
+		c.setBound(slot)
 	}
 }
 
@@ -794,23 +796,7 @@ func (c *command) setBound(i int) {
 
 // patch writes step s's values into the parameter bytes and the binding
 // offsets (device.Patch semantics).
-func (c *command) patch(s plans.Step) {
-	for i := range c.patches {
-		p := &c.patches[i]
-		v := p.Value(s)
-		if p.Binding {
-			c.slots[p.At].off = v
-			if c.bounds {
-				c.setBound(int(p.At))
-			}
-			continue
-		}
-		c.setParam(int(p.At), int(p.Width), v)
-		if p.Two() {
-			c.setParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
-		}
-	}
-}
+func (c *command) patch(s plans.Step) { device.ApplyPatches(c.patches, s, c) }
 
 // Encode launches program h once per step, in order, on the stream: the
 // steps' parameters are patched into the pinned mirror and uploaded with

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/akunu-dev/akunu/kernels"
@@ -108,4 +109,43 @@ func BoundsTail(k *kernels.Kernel) bool {
 		return true
 	}
 	return false
+}
+
+// Patchable is a bound command as ApplyPatches writes into it: its
+// parameter bytes and its bindings' offsets.
+type Patchable interface {
+	SetParam(at, width int, v uint64)
+	SetOffset(slot int, off uint64)
+}
+
+// ApplyPatches writes step s's values into c: a parameter patch's value
+// (and a PatchPositionKV's second) through SetParam, a binding patch's
+// through SetOffset. One loop for every GPU backend.
+func ApplyPatches(ps []Patch, s plans.Step, c Patchable) {
+	for i := range ps {
+		p := &ps[i]
+		v := p.Value(s)
+		if p.Binding {
+			c.SetOffset(int(p.At), v)
+			continue
+		}
+		c.SetParam(int(p.At), int(p.Width), v)
+		if p.Two() {
+			c.SetParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
+		}
+	}
+}
+
+// PutParam writes v (width 4 or 8, little-endian) at byte at of params,
+// a parameter struct of size bytes; a write outside the struct is
+// ignored.
+func PutParam(params []byte, size, at, width int, v uint64) {
+	if at < 0 || at+width > size || size > len(params) {
+		return
+	}
+	if width == 8 {
+		binary.LittleEndian.PutUint64(params[at:], v)
+	} else {
+		binary.LittleEndian.PutUint32(params[at:], uint32(v))
+	}
 }

@@ -158,14 +158,13 @@ func (c *Command) setBound(i int) {
 // SetParam writes v (width 4 or 8, little-endian) at byte at of the
 // command's parameter struct; it reaches the GPU at the next Encode.
 // Writes outside the struct (the bounds tail included) are ignored.
-func (c *Command) SetParam(at, width int, v uint64) {
-	if at < 0 || at+width > c.psize {
-		return
-	}
-	if width == 8 {
-		binary.LittleEndian.PutUint64(c.params[at:], v)
-	} else {
-		binary.LittleEndian.PutUint32(c.params[at:], uint32(v))
+func (c *Command) SetParam(at, width int, v uint64) { device.PutParam(c.params, c.psize, at, width, v) }
+
+// SetOffset moves binding slot's offset (and its bound length).
+func (c *Command) SetOffset(slot int, off uint64) {
+	c.slots[slot].off = off
+	if c.bounds {
+		c.setBound(slot)
 	}
 }
 
@@ -176,23 +175,7 @@ func (c *Command) Params() []byte { return c.params[:c.psize] }
 // offsets (device.Patch semantics). setBytes copies the parameters into
 // the command buffer when the command is encoded, so one Go copy serves
 // every step of a chain.
-func (c *Command) patch(s plans.Step) {
-	for i := range c.patches {
-		p := &c.patches[i]
-		v := p.Value(s)
-		if p.Binding {
-			c.slots[p.At].off = v
-			if c.bounds {
-				c.setBound(int(p.At))
-			}
-			continue
-		}
-		c.SetParam(int(p.At), int(p.Width), v)
-		if p.Two() {
-			c.SetParam(int(p.At)+int(p.Width), int(p.Width), p.Second(s))
-		}
-	}
-}
+func (c *Command) patch(s plans.Step) { device.ApplyPatches(c.patches, s, c) }
 
 // calls are the compute-encoder messages a command sends. The darwin
 // encoder sends them through objc_msgSend; tests record them.
