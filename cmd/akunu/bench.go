@@ -146,7 +146,13 @@ func runBench(ctx *cli.Context, args []string) error {
 		threads = t.Threads()
 	}
 	bw, bwSrc, measured := tgt.BandwidthGBs*1e9, "profile "+tgt.Chip, false
-	if tgt.Kind == "cpu" || bw == 0 {
+	if cb, ok := m.Backend().(interface{ CopyBandwidth() (float64, error) }); ok {
+		// a GPU that measures its own: bytes read and written by a device copy
+		prog.phase("the GPU's copy bandwidth")
+		if b, err := cb.CopyBandwidth(); err == nil && b > 0 {
+			bw, bwSrc, measured = b, "measured device copy, read + written", true
+		}
+	} else if tgt.Kind == "cpu" || bw == 0 {
 		prog.phase("the memory's read bandwidth")
 		bw, bwSrc, measured = runtime.ReadBandwidth(threads), fmt.Sprintf("measured read, %d threads", max(threads, 1)), true
 	}
