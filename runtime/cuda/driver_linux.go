@@ -56,7 +56,7 @@ func loadDriver() (*driver, error) {
 func openDriver() (*driver, error) {
 	cu, err := purego.Dlopen("libcuda.so.1", purego.RTLD_NOW|purego.RTLD_GLOBAL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: libcuda.so.1: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err) // purego names the library
 	}
 	d := &driver{}
 	syms := []struct {
