@@ -81,7 +81,7 @@ type Options struct {
 	// fault names its command (akunu verify); slow.
 	SyncEachCommand bool
 	// NoGraphs launches every command of every step from the host instead
-	// of replaying a chain as one captured CUDA graph (for comparison;
+	// of replaying each step as a captured CUDA graph (for comparison;
 	// AKUNU_CUDA_GRAPHS=0 sets it).
 	NoGraphs bool
 }
@@ -841,11 +841,11 @@ func (c *command) patch(s plans.Step) { device.ApplyPatches(c.patches, s, c) }
 
 // Encode launches program h once per step, in order, on the stream: the
 // steps' parameters are patched into the pinned mirror and uploaded with
-// one copy, then the chain runs as one captured CUDA graph (captured the
-// first time a chain of its length runs) or, with SyncEachCommand or
+// one copy, then each step runs as its captured CUDA graph (captured the
+// first time a chain reaches that step slot) or, with SyncEachCommand or
 // NoGraphs, command by command from the host, each kernel reading its
 // step's parameters from device memory. It allocates nothing once the
-// chain's graph and parameter memory exist.
+// steps' graphs and the parameter memory exist.
 func (b *Backend) Encode(h device.Program, steps []plans.Step) {
 	i := h.ID() - 1
 	if i < 0 || i >= len(b.progs) || b.progs[i] == nil || len(steps) == 0 {
