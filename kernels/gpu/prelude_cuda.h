@@ -89,14 +89,15 @@ inline void threadgroup_barrier(mem_flags::flags f) {
 }
 inline void simdgroup_barrier(mem_flags::flags) { __syncwarp(); }
                               
-                              // ---- The 8×8 tile primitive (one warp). This first form computes from
-                              // the shared memory the operands were loaded from: lane l owns elements
-                              // (l/4, 2(l%4)) and (l/4, 2(l%4)+1) of the accumulator and reads its row
-                              // of a and its columns of b at tile_mma. The GEMM only loads a tile from
-                              // threadgroup memory it does not change before the multiply, so this is
-                              // the simdgroup matrices' arithmetic (float accumulation of half products).
-                              // mma.sync is the step still to take for speed (docs/cuda.md).
-                              struct tile_acc {
+                              // ---- The 8×8 tile primitive (one warp), on the tensor cores: tile_mma is
+// one mma.sync m16n8k8 (f16 inputs, f32 accumulation, as Metal's
+// simdgroup matrices) with the 8×8 a in the upper half of its 16×8 A and
+// zeros below. Lane l owns accumulator elements (l/4, 2(l%4)) and
+// (l/4, 2(l%4)+1): exactly the m16n8k8 C fragment's c0 and c1, so the
+// accumulator needs no shuffles. Operands are read from the shared memory
+// tile_load names at tile_mma: the GEMM loads a tile only from threadgroup
+// memory it does not change before the multiply.
+struct tile_acc {
     float v[2];
 };
 struct tile_half {
@@ -106,19 +107,21 @@ struct tile_half {
 };
 inline uint akunu_lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; }
 inline void tile_zero(tile_acc& d) { d.v[0] = d.v[1] = 0.0f; }
-                      inline void tile_load(tile_half& m, const half* src, uint ld, bool t) {
+inline void tile_load(tile_half& m, const half* src, uint ld, bool t) {
     m.p = src;
     m.ld = ld;
     m.t = t;
 }
-inline float tile_at(const tile_half& m, uint r, uint c) { return float(m.t ? m.p[c * m.ld + r] : m.p[r * m.ld + c]); }
+inline uint tile_bits(const tile_half& m, uint r, uint c) { return m.t ? m.p[c * m.ld + r].bits : m.p[r * m.ld + c].bits; }
 inline void tile_mma(tile_acc& d, const tile_half& a, const tile_half& b) {
-    uint l = akunu_lane(), i = l / 4, j = 2 * (l % 4);
-    for (uint k = 0; k < 8; k++) {
-        float aik = tile_at(a, i, k);
-        d.v[0] += aik * tile_at(b, k, j);
-        d.v[1] += aik * tile_at(b, k, j + 1);
-    }
+    uint l = akunu_lane(), g = l / 4, t = l % 4;
+    uint a01 = tile_bits(a, g, 2 * t) | (tile_bits(a, g, 2 * t + 1) << 16);
+    uint b01 = tile_bits(b, 2 * t, g) | (tile_bits(b, 2 * t + 1, g) << 16);
+    uint zero = 0;
+    float d2, d3;
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=f"(d.v[0]), "=f"(d.v[1]), "=f"(d2), "=f"(d3)
+        : "r"(a01), "r"(zero), "r"(b01), "f"(d.v[0]), "f"(d.v[1]), "f"(0.0f), "f"(0.0f));
 }
 inline void tile_store(const tile_acc& d, float* dst, uint ld) {
     uint l = akunu_lane(), i = l / 4, j = 2 * (l % 4);
