@@ -45,7 +45,12 @@ type Options struct {
 	// Backend runs the commands, shared with other models; nil means a CPU
 	// backend with Threads that the model owns and closes.
 	Backend Backend
-	Threads int
+	// NewBackend, where Backend is nil, makes the backend from the plan's
+	// target once Load has read the plan (the CLI's --backend auto), so
+	// the plan is read once; the caller owns what it makes, as a Backend
+	// it passed (Load closes it only when the load fails).
+	NewBackend func(plans.Target) (Backend, error)
+	Threads    int
 	// Seqs is the number of sequence slots of the KV cache: the sessions
 	// the model serves at once (0: 1). At most the plan's max_seqs; each
 	// costs the KV cache of a whole context.
@@ -142,8 +147,18 @@ func Load(planPath string, o Options) (*Model, error) {
 			return nil, err
 		}
 	}
+	made := false
+	if o.Backend == nil && o.NewBackend != nil {
+		if o.Backend, err = o.NewBackend(p.Header.Target); err != nil {
+			return nil, err
+		}
+		made = true
+	}
 	m, err := New(p, o)
 	if err != nil {
+		if made {
+			o.Backend.Close()
+		}
 		return nil, err
 	}
 	m.LoadTime = time.Since(start)

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -90,4 +91,30 @@ func TestALateLoadErrorIsAnErrorNotAPanic(t *testing.T) {
 			t.Fatalf("generate: %+v, %v", r, err)
 		}
 	})
+}
+
+// Options.NewBackend is called with the plan's target once Load has read
+// the plan, and the model runs on what it returns.
+func TestLoadMakesTheBackendFromThePlansTarget(t *testing.T) {
+	model := stories(t)
+	plan := compile(t, model, "m1")
+	var got plans.Target
+	var made Backend
+	m, err := Load(plan, Options{Model: model, NewBackend: func(tg plans.Target) (Backend, error) {
+		got, made = tg, NewCPU(2)
+		return made, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer made.Close()
+	defer m.Close()
+	if got.Vendor != "apple" || got.Kind != "gpu" || m.Backend() != made {
+		t.Fatalf("target %+v, backend %v (made %v)", got, m.Backend(), made)
+	}
+	if _, err := Load(plan, Options{Model: model, NewBackend: func(plans.Target) (Backend, error) {
+		return nil, errors.New("no such device")
+	}}); err == nil || err.Error() != "no such device" {
+		t.Fatalf("a failing NewBackend: %v", err)
+	}
 }

@@ -100,25 +100,22 @@ func (lf loadFlags) checkPlan(ctx *cli.Context, plan, model string) error {
 	return nil
 }
 
-// load loads plan on the chosen backend with seqs sequence slots.
+// load loads plan on the chosen backend with seqs sequence slots; the
+// backend is made from the plan's target, which Load reads once.
 func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Model, error) {
 	if err := lf.checkPlan(ctx, plan, *lf.model); err != nil {
 		return nil, err
 	}
-	be, err := lf.newBackend(ctx, plan)
+	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
+		NewBackend: func(t plans.Target) (runtime.Backend, error) { return lf.newBackend(ctx, t) },
+		Progress:   loadProgress(ctx.Stderr, cli.IsTerminal(ctx.Stderr))})
 	if err != nil {
-		return nil, err
-	}
-	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Backend: be, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
-		Progress: loadProgress(ctx.Stderr, cli.IsTerminal(ctx.Stderr))})
-	if err != nil {
-		be.Close()
 		return nil, err
 	}
 	if !m.WeightsChecked() {
 		fmt.Fprintf(ctx.Stderr, "akunu: %s\n", m.WeightCheck) // said once, at load
 	}
-	if up, ok := be.(interface{ Uploaded() (int64, time.Duration) }); ok {
+	if up, ok := m.Backend().(interface{ Uploaded() (int64, time.Duration) }); ok {
 		if n, d := up.Uploaded(); n > 0 && d > 0 {
 			fmt.Fprintf(ctx.Stderr, "akunu: weights uploaded to the GPU: %.2f GB in %s (%.1f GB/s)\n", float64(n)/1e9, d.Round(time.Millisecond), float64(n)/1e9/d.Seconds())
 		}
@@ -143,17 +140,13 @@ func loadProgress(w io.Writer, tty bool) func(stage string, done, total int64) {
 	}
 }
 
-// newBackend makes the backend --backend names; auto picks the one for
-// plan's target (runtime.BackendFor) and says which unless it is the CPU
-// for a CPU plan.
-func (lf loadFlags) newBackend(ctx *cli.Context, plan string) (runtime.Backend, error) {
+// newBackend makes the backend --backend names; auto picks the one for a
+// plan compiled for t (runtime.BackendFor) and says which unless it is the
+// CPU for a CPU plan.
+func (lf loadFlags) newBackend(ctx *cli.Context, t plans.Target) (runtime.Backend, error) {
 	switch *lf.backend {
 	case "auto":
-		p, err := plans.ReadFile(plan)
-		if err != nil {
-			return nil, err
-		}
-		be, why := runtime.BackendFor(p.Header.Target, *lf.threads)
+		be, why := runtime.BackendFor(t, *lf.threads)
 		if why != "cpu" {
 			fmt.Fprintf(ctx.Stderr, "akunu: backend %s\n", why)
 		}

@@ -112,7 +112,14 @@ func runServe(ctx *cli.Context, args []string) error {
 	}
 	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc, ToolFormat: *toolFormat,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
-		Backend: func() (runtime.Backend, error) { return lf.newBackend(ctx, pos[0]) }, Log: ctx.Stderr})
+		Backend: func() (runtime.Backend, error) {
+			// one backend for every model served: the first plan's target chooses it
+			p, err := plans.ReadFile(pos[0])
+			if err != nil {
+				return nil, err
+			}
+			return lf.newBackend(ctx, p.Header.Target)
+		}, Log: ctx.Stderr})
 	if err != nil {
 		return err
 	}
