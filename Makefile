@@ -44,7 +44,7 @@ test:
 	@rm -f $(SKIPPED)
 	@AKUNU_SKIPPED_PROOFS=$(SKIPPED) $(MAKE) --no-print-directory llama llama-src openai unit fuzz-short; st=$$?; \
 	if [ -s $(SKIPPED) ]; then \
-		echo; echo "SKIPPED PROOFS: these claims were not checked on this machine (CI checks them):"; \
+		echo; echo "SKIPPED PROOFS: these claims were not checked on this machine (CI checks those that need a tool; those that need a GPU run only where one is, docs/cuda.md):"; \
 		sort -u $(SKIPPED) | sed 's/^/  /'; \
 	fi; exit $$st
 

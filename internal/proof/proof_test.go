@@ -52,3 +52,18 @@ func TestAMissingToolIsRecordedOutsideCIAndFailsInCI(t *testing.T) {
 		t.Errorf("CI's failure was recorded as a skip: %q", b2)
 	}
 }
+
+// Hardware CI never has is recorded as unproven, in CI as well, and skips.
+func TestAbsentHardwareIsRecordedEverywhere(t *testing.T) {
+	for _, ci := range []string{"", "true"} {
+		log := filepath.Join(t.TempDir(), "skipped")
+		t.Setenv(Env, log)
+		t.Setenv("CI", ci)
+		ft := &fakeT{}
+		Elsewhere(ft, "CUDA is not checked", "no NVIDIA driver")
+		b, _ := os.ReadFile(log)
+		if !ft.skipped || ft.failed || string(b) != "TestX: CUDA is not checked: no NVIDIA driver\n" {
+			t.Errorf("CI=%q: skipped %v, failed %v, file %q", ci, ft.skipped, ft.failed, b)
+		}
+	}
+}

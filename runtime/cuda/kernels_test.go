@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/kernels/gpu"
 	"github.com/akunu-dev/akunu/plans"
@@ -44,7 +45,7 @@ func cudaBackend(t *testing.T) *cuda.Backend {
 	t.Helper()
 	gpuOnce.Do(func() { gpuBE, gpuErr = cuda.New(cuda.Options{}) })
 	if errors.Is(gpuErr, cuda.ErrUnavailable) {
-		t.Skipf("no CUDA here: %v", gpuErr)
+		proof.Elsewhere(t, "the CUDA kernels are not held to their CPU twins (go test ./runtime/cuda on a machine with an NVIDIA GPU)", gpuErr.Error())
 	}
 	if gpuErr != nil {
 		t.Fatal(gpuErr)
