@@ -72,24 +72,16 @@ func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (strin
 
 func writeCUDAEntry(b *strings.Builder, e *Entry) {
 	var ps []string
-	var pname string
+	var pname, ptype string
 	uses := map[string]bool{}
 	for _, p := range e.Params {
 		switch p.Kind {
 		case Buffer:
 			ps = append(ps, p.Type+" "+p.Name)
 		case ParamStruct:
-			pname = p.Name
+			pname, ptype = p.Name, strings.TrimSuffix(p.Type, "&")
 		case Special:
 			uses[p.Name] = true
-		case Threadgroup:
-			uses["tg"] = true
-		}
-	}
-	var ptype string
-	for _, p := range e.Params {
-		if p.Kind == ParamStruct {
-			ptype = strings.TrimSuffix(p.Type, "&")
 		}
 	}
 	ps = append(ps, ptype+"* akunu_p")

@@ -525,6 +525,7 @@ func (b *Backend) compileAll(cmds []device.Command) error {
 	}
 	var jobs []*job
 	seen := map[string]bool{}
+	maj, mnr := b.d.version()
 	for i := range cmds {
 		dc := &cmds[i]
 		key := pipelineKey(dc.Pipeline)
@@ -548,7 +549,6 @@ func (b *Backend) compileAll(cmds []device.Command) error {
 		if err != nil {
 			return fmt.Errorf("cuda: pipeline %s: %w", key, err)
 		}
-		maj, mnr := b.d.version()
 		jobs = append(jobs, &job{key: key, name: e.Name, src: src, ckey: cacheKey(src, b.arch, maj, mnr), entry: e})
 	}
 	var wg sync.WaitGroup
