@@ -38,7 +38,7 @@ func TestEveryWeightTypeTheCompilerAcceptsHasItsKernels(t *testing.T) {
 			t.Errorf("%v: no wide GEMV: a large-vocabulary LM head in %v could not compile", dt, dt)
 		}
 	}
-	if got := WeightTypes(); len(got) != 11 {
+	if got := WeightTypes(); len(got) != 15 {
 		t.Errorf("WeightTypes() = %v", got)
 	}
 }
@@ -93,7 +93,9 @@ func TestSelectGEMVFollowsTheChipsTuning(t *testing.T) {
 		{"a large vocabulary takes the wide GEMV", m1, dtype.Q6_K, 151936, 1024, false, dtype.F16, "gemv_wide_q6_k", false},
 		{"the CPU takes the F32 twin", cpu, dtype.Q4_0, 4096, 4096, false, dtype.F32, "gemv_q4_0_f32", false},
 		{"wide has no fused SiLU form", m1, dtype.Q8_0, 65536, 1024, true, dtype.F16, "gemv_wide_q8_0_silu", true},
-		{"IQ4_NL is large-K in the tuning but has no GEMV", max, dtype.IQ4_NL, 4096, 4096, false, dtype.F16, "gemv_iq4_nl_l", true},
+		{"IQ4_NL is large-K in the tuning", max, dtype.IQ4_NL, 4096, 4096, false, dtype.F16, "gemv_iq4_nl_l", false},
+		{"Q3_K has no large-K form", max, dtype.Q3_K, 4096, 4096, false, dtype.F16, "gemv_q3_k", false},
+		{"a grid I-quant has no GEMV", m1, dtype.IQ2_XS, 4096, 4096, false, dtype.F16, "gemv_iq2_xs", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k, err := SelectGEMV(tc.t, tc.dt, tc.n, tc.k, tc.silu, tc.act)

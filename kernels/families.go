@@ -21,17 +21,20 @@ type family struct {
 
 // weightTypes are the weight dtypes with GEMV, GEMM and embedding kernels:
 // the types llama.cpp's quantizer writes for the supported architectures
-// (Q4_K_M and Q5_K_M files mix in Q6_K and Q8_0; BF16 from recent
-// converters). Others (IQ*, Q2_K, Q3_K, TQ*, MXFP4) have no kernel: a model
-// using one fails to compile with ErrNoKernel.
+// (Q4_K_M and Q5_K_M files mix in Q6_K and Q8_0; Q2_K and Q3_K files in
+// Q4_K, Q5_K and Q6_K; BF16 from recent converters), and the two I-quants
+// without a codebook, IQ4_NL and IQ4_XS (ADR 0018). Others (the grid
+// I-quants IQ1/IQ2/IQ3, TQ*, MXFP4) have no kernel: a model using one fails
+// to compile with ErrNoKernel.
 var weightTypes = []dtype.Type{
 	dtype.F32, dtype.F16, dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1,
 	dtype.Q8_0, dtype.Q4_K, dtype.Q5_K, dtype.Q6_K, dtype.BF16,
+	dtype.Q2_K, dtype.Q3_K, dtype.IQ4_NL, dtype.IQ4_XS,
 }
 
-// largeKTypes have the large-K GEMV (_l). The tuning's LargeKTypes also name
-// IQ4_NL and IQ4_XS, which have no GEMV at all here.
-var largeKTypes = []dtype.Type{dtype.Q4_0, dtype.Q4_1, dtype.Q4_K}
+// largeKTypes have the large-K GEMV (_l): the 4-bit types the tuning's
+// LargeKTypes name.
+var largeKTypes = []dtype.Type{dtype.Q4_0, dtype.Q4_1, dtype.Q4_K, dtype.IQ4_NL, dtype.IQ4_XS}
 
 // acts are the activation dtypes: F16 (Apple plans), F32 (CPU plans).
 var acts = []dtype.Type{dtype.F16, dtype.F32}

@@ -131,6 +131,7 @@ var gemvShapes = map[dtype.Type]gemvShape{
 	dtype.F32: {4, 2}, dtype.F16: {4, 2}, dtype.BF16: {4, 2},
 	dtype.Q4_0: {4, 2}, dtype.Q4_1: {4, 2}, dtype.Q5_0: {4, 2}, dtype.Q5_1: {4, 2}, dtype.Q8_0: {4, 2},
 	dtype.Q4_K: {2, 2}, dtype.Q5_K: {2, 2}, dtype.Q6_K: {1, 2},
+	dtype.Q2_K: {2, 2}, dtype.Q3_K: {2, 2}, dtype.IQ4_NL: {4, 2}, dtype.IQ4_XS: {2, 2},
 }
 
 const (

@@ -40,3 +40,7 @@ inline void embedding_lookup(device const uchar* table,
 //! entry embedding_lookup_q4_k = embedding_lookup<W_Q4_K>
 //! entry embedding_lookup_q5_k = embedding_lookup<W_Q5_K>
 //! entry embedding_lookup_q6_k = embedding_lookup<W_Q6_K>
+//! entry embedding_lookup_q2_k = embedding_lookup<W_Q2_K>
+//! entry embedding_lookup_q3_k = embedding_lookup<W_Q3_K>
+//! entry embedding_lookup_iq4_nl = embedding_lookup<W_IQ4_NL>
+//! entry embedding_lookup_iq4_xs = embedding_lookup<W_IQ4_XS>

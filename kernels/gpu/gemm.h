@@ -149,3 +149,11 @@ inline void simd_gemm_small(device const uchar* w,
 //! entry simd_gemm_small_q5_k = simd_gemm_small<W_Q5_K>
 //! entry simd_gemm_q6_k = simd_gemm<W_Q6_K>
 //! entry simd_gemm_small_q6_k = simd_gemm_small<W_Q6_K>
+//! entry simd_gemm_q2_k = simd_gemm<W_Q2_K>
+//! entry simd_gemm_small_q2_k = simd_gemm_small<W_Q2_K>
+//! entry simd_gemm_q3_k = simd_gemm<W_Q3_K>
+//! entry simd_gemm_small_q3_k = simd_gemm_small<W_Q3_K>
+//! entry simd_gemm_iq4_nl = simd_gemm<W_IQ4_NL>
+//! entry simd_gemm_small_iq4_nl = simd_gemm_small<W_IQ4_NL>
+//! entry simd_gemm_iq4_xs = simd_gemm<W_IQ4_XS>
+//! entry simd_gemm_small_iq4_xs = simd_gemm_small<W_IQ4_XS>

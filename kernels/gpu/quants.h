@@ -15,6 +15,7 @@
 enum WType {
     W_F32 = 0, W_F16 = 1, W_BF16 = 2, W_Q4_0 = 3, W_Q4_1 = 4, W_Q5_0 = 5,
     W_Q5_1 = 6, W_Q8_0 = 7, W_Q4_K = 8, W_Q5_K = 9, W_Q6_K = 10,
+    W_Q2_K = 11, W_Q3_K = 12, W_IQ4_NL = 13, W_IQ4_XS = 14,
 };
 
 // Elements per block and bytes per block (GGML's sizes).
@@ -30,6 +31,10 @@ template <> struct wtraits<W_Q8_0> { enum { QK = 32,  BYTES = 34 }; };  // d, qs
 template <> struct wtraits<W_Q4_K> { enum { QK = 256, BYTES = 144 }; }; // d, dmin, scales[12], qs[128]
 template <> struct wtraits<W_Q5_K> { enum { QK = 256, BYTES = 176 }; }; // d, dmin, scales[12], qh[32], qs[128]
 template <> struct wtraits<W_Q6_K> { enum { QK = 256, BYTES = 210 }; }; // ql[128], qh[64], scales[16], d
+template <> struct wtraits<W_Q2_K> { enum { QK = 256, BYTES = 84 }; };  // scales[16], qs[64], d, dmin
+template <> struct wtraits<W_Q3_K> { enum { QK = 256, BYTES = 110 }; }; // hmask[32], qs[64], scales[12], d
+template <> struct wtraits<W_IQ4_NL> { enum { QK = 32, BYTES = 18 }; }; // d, qs[16]
+template <> struct wtraits<W_IQ4_XS> { enum { QK = 256, BYTES = 136 }; }; // d, scales_h, scales_l[4], qs[128]
 
 // row_bytes is the size of a row of k elements of type T.
 template <int T> inline ulong row_bytes(uint k) {
@@ -161,6 +166,64 @@ template <> inline void dequant16<W_Q6_K>(device const uchar* row, uint c, uint,
         int q = int(((ql[l] >> sh) & 0xF) | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
         out[i] = s * float(q);
     }
+}
+// Q2_K: 16 sub-blocks of 16, chunk c of a block is sub-block c. Element
+// 128n + 32g + l takes bits 2g..2g+1 of qs[32n + l]; scales[c] holds the
+// sub-block's scale (low nibble) and minimum (high), times d and dmin.
+template <> inline void dequant16<W_Q2_K>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 84;
+    uint cb = c % 16, n = cb / 8, g = (cb % 8) / 2, l0 = 16 * (cb & 1);
+    uint sc = b[cb];
+    float dl = ld_half(b + 80) * float(sc & 0xF), ml = ld_half(b + 82) * float(sc >> 4);
+    device const uchar* qs = b + 16 + 32 * n + l0;
+    for (uint i = 0; i < 16; i++) out[i] = dl * float((qs[i] >> (2 * g)) & 3) - ml;
+}
+// Q3_K: Q2_K's low bits; the third bit of element 128n + 32g + l is bit
+// 4n + g of hmask[l], and a clear bit subtracts 4. The signed 6-bit scale
+// of sub-block j: a nibble of scales[j % 8] (the high one for j ≥ 8) and two
+// bits of scales[8 + j % 4] (at 2·(j / 4)), minus 32.
+template <> inline void dequant16<W_Q3_K>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 110;
+    uint cb = c % 16, n = cb / 8, g = (cb % 8) / 2, l0 = 16 * (cb & 1);
+    device const uchar* sc = b + 96;
+    uint lo = cb < 8 ? (sc[cb] & 0xF) : (sc[cb - 8] >> 4);
+    uint hi = (sc[8 + cb % 4] >> (2 * (cb / 4))) & 3;
+    float dl = ld_half(b + 108) * float(int(lo | (hi << 4)) - 32);
+    device const uchar* hm = b + l0;
+    device const uchar* qs = b + 32 + 32 * n + l0;
+    uint bit = 4 * n + g;
+    for (uint i = 0; i < 16; i++) {
+        int q = int((qs[i] >> (2 * g)) & 3) - (((hm[i] >> bit) & 1) ? 0 : 4);
+        out[i] = dl * float(q);
+    }
+}
+// IQ4_NL and IQ4_XS index a table of 16 signed values (GGML's
+// kvalues_iq4nl), here packed four bytes to a word so that no
+// address-space-qualified array is needed on either target.
+inline float iq4_value(uint q) {
+    uint w = q < 8 ? (q < 4 ? 0xBFAD9881u : 0xF6EADDCFu) : (q < 12 ? 0x26190D01u : 0x71594535u);
+    int v = int((w >> (8 * (q & 3))) & 0xFF);
+    return float(v < 128 ? v : v - 256);
+}
+// IQ4_NL: Q4_0's layout, the nibble an index into the table.
+template <> inline void dequant16<W_IQ4_NL>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 2) * 18;
+    float d = ld_half(b);
+    uint sh = (c & 1) * 4;
+    for (uint i = 0; i < 16; i++) out[i] = d * iq4_value((b[2 + i] >> sh) & 0xF);
+}
+// IQ4_XS: 8 sub-blocks of 32 with a 6-bit scale each (a nibble of
+// scales_l, two bits of scales_h; minus 32); within a sub-block IQ4_NL's
+// layout.
+template <> inline void dequant16<W_IQ4_XS>(device const uchar* row, uint c, uint, thread float* out) {
+    device const uchar* b = row + (c / 16) * 136;
+    uint cb = c % 16, ib = cb / 2;
+    uint sh = uint(b[2]) | (uint(b[3]) << 8);
+    uint ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
+    float dl = ld_half(b) * float(int(ls) - 32);
+    device const uchar* qs = b + 8 + 16 * ib;
+    uint s = (cb & 1) * 4;
+    for (uint i = 0; i < 16; i++) out[i] = dl * iq4_value((qs[i] >> s) & 0xF);
 }
 
 // Activations: F16 in Apple plans.

@@ -33,6 +33,42 @@ kernel void embedding_lookup_f32(device const uchar* table [[buffer(0)]],
     embedding_lookup<W_F32>(table, ids, out, p, tgpig, tid);
 }
 
+kernel void embedding_lookup_iq4_nl(device const uchar* table [[buffer(0)]],
+                                    device const uint* ids [[buffer(1)]],
+                                    device half* out [[buffer(2)]],
+                                    constant EmbeddingParams& p [[buffer(3)]],
+                                    uint3 tgpig [[threadgroup_position_in_grid]],
+                                    uint tid [[thread_index_in_threadgroup]]) {
+    embedding_lookup<W_IQ4_NL>(table, ids, out, p, tgpig, tid);
+}
+
+kernel void embedding_lookup_iq4_xs(device const uchar* table [[buffer(0)]],
+                                    device const uint* ids [[buffer(1)]],
+                                    device half* out [[buffer(2)]],
+                                    constant EmbeddingParams& p [[buffer(3)]],
+                                    uint3 tgpig [[threadgroup_position_in_grid]],
+                                    uint tid [[thread_index_in_threadgroup]]) {
+    embedding_lookup<W_IQ4_XS>(table, ids, out, p, tgpig, tid);
+}
+
+kernel void embedding_lookup_q2_k(device const uchar* table [[buffer(0)]],
+                                  device const uint* ids [[buffer(1)]],
+                                  device half* out [[buffer(2)]],
+                                  constant EmbeddingParams& p [[buffer(3)]],
+                                  uint3 tgpig [[threadgroup_position_in_grid]],
+                                  uint tid [[thread_index_in_threadgroup]]) {
+    embedding_lookup<W_Q2_K>(table, ids, out, p, tgpig, tid);
+}
+
+kernel void embedding_lookup_q3_k(device const uchar* table [[buffer(0)]],
+                                  device const uint* ids [[buffer(1)]],
+                                  device half* out [[buffer(2)]],
+                                  constant EmbeddingParams& p [[buffer(3)]],
+                                  uint3 tgpig [[threadgroup_position_in_grid]],
+                                  uint tid [[thread_index_in_threadgroup]]) {
+    embedding_lookup<W_Q3_K>(table, ids, out, p, tgpig, tid);
+}
+
 kernel void embedding_lookup_q4_0(device const uchar* table [[buffer(0)]],
                                   device const uint* ids [[buffer(1)]],
                                   device half* out [[buffer(2)]],

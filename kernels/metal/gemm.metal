@@ -47,6 +47,58 @@ kernel void simd_gemm_f32(device const uchar* w [[buffer(0)]],
     simd_gemm<W_F32>(w, x, y, bias, p, tg, tgpig, tid, sg, lane);
 }
 
+kernel void simd_gemm_iq4_nl(device const uchar* w [[buffer(0)]],
+                             device const half* x [[buffer(1)]],
+                             device half* y [[buffer(2)]],
+                             device const float* bias [[buffer(3)]],
+                             constant GEMMParams& p [[buffer(4)]],
+                             threadgroup half* tg [[threadgroup(0)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm<W_IQ4_NL>(w, x, y, bias, p, tg, tgpig, tid, sg, lane);
+}
+
+kernel void simd_gemm_iq4_xs(device const uchar* w [[buffer(0)]],
+                             device const half* x [[buffer(1)]],
+                             device half* y [[buffer(2)]],
+                             device const float* bias [[buffer(3)]],
+                             constant GEMMParams& p [[buffer(4)]],
+                             threadgroup half* tg [[threadgroup(0)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint tid [[thread_index_in_threadgroup]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm<W_IQ4_XS>(w, x, y, bias, p, tg, tgpig, tid, sg, lane);
+}
+
+kernel void simd_gemm_q2_k(device const uchar* w [[buffer(0)]],
+                           device const half* x [[buffer(1)]],
+                           device half* y [[buffer(2)]],
+                           device const float* bias [[buffer(3)]],
+                           constant GEMMParams& p [[buffer(4)]],
+                           threadgroup half* tg [[threadgroup(0)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint tid [[thread_index_in_threadgroup]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm<W_Q2_K>(w, x, y, bias, p, tg, tgpig, tid, sg, lane);
+}
+
+kernel void simd_gemm_q3_k(device const uchar* w [[buffer(0)]],
+                           device const half* x [[buffer(1)]],
+                           device half* y [[buffer(2)]],
+                           device const float* bias [[buffer(3)]],
+                           constant GEMMParams& p [[buffer(4)]],
+                           threadgroup half* tg [[threadgroup(0)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint tid [[thread_index_in_threadgroup]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm<W_Q3_K>(w, x, y, bias, p, tg, tgpig, tid, sg, lane);
+}
+
 kernel void simd_gemm_q4_0(device const uchar* w [[buffer(0)]],
                            device const half* x [[buffer(1)]],
                            device half* y [[buffer(2)]],
@@ -182,6 +234,50 @@ kernel void simd_gemm_small_f32(device const uchar* w [[buffer(0)]],
                                 uint sg [[simdgroup_index_in_threadgroup]],
                                 uint lane [[thread_index_in_simdgroup]]) {
     simd_gemm_small<W_F32>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void simd_gemm_small_iq4_nl(device const uchar* w [[buffer(0)]],
+                                   device const half* x [[buffer(1)]],
+                                   device half* y [[buffer(2)]],
+                                   device const float* bias [[buffer(3)]],
+                                   constant GEMMParams& p [[buffer(4)]],
+                                   uint3 tgpig [[threadgroup_position_in_grid]],
+                                   uint sg [[simdgroup_index_in_threadgroup]],
+                                   uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm_small<W_IQ4_NL>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void simd_gemm_small_iq4_xs(device const uchar* w [[buffer(0)]],
+                                   device const half* x [[buffer(1)]],
+                                   device half* y [[buffer(2)]],
+                                   device const float* bias [[buffer(3)]],
+                                   constant GEMMParams& p [[buffer(4)]],
+                                   uint3 tgpig [[threadgroup_position_in_grid]],
+                                   uint sg [[simdgroup_index_in_threadgroup]],
+                                   uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm_small<W_IQ4_XS>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void simd_gemm_small_q2_k(device const uchar* w [[buffer(0)]],
+                                 device const half* x [[buffer(1)]],
+                                 device half* y [[buffer(2)]],
+                                 device const float* bias [[buffer(3)]],
+                                 constant GEMMParams& p [[buffer(4)]],
+                                 uint3 tgpig [[threadgroup_position_in_grid]],
+                                 uint sg [[simdgroup_index_in_threadgroup]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm_small<W_Q2_K>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void simd_gemm_small_q3_k(device const uchar* w [[buffer(0)]],
+                                 device const half* x [[buffer(1)]],
+                                 device half* y [[buffer(2)]],
+                                 device const float* bias [[buffer(3)]],
+                                 constant GEMMParams& p [[buffer(4)]],
+                                 uint3 tgpig [[threadgroup_position_in_grid]],
+                                 uint sg [[simdgroup_index_in_threadgroup]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    simd_gemm_small<W_Q3_K>(w, x, y, bias, p, tgpig, sg, lane);
 }
 
 kernel void simd_gemm_small_q4_0(device const uchar* w [[buffer(0)]],

@@ -79,6 +79,148 @@ kernel void gemv_f32_silu(device const uchar* w [[buffer(0)]],
     gemv_silu<W_F32>(w, gate, up, y, bias, p, tgpig, sg, lane);
 }
 
+kernel void gemv_iq4_nl(device const uchar* w [[buffer(0)]],
+                        device const half* x [[buffer(1)]],
+                        device half* y [[buffer(2)]],
+                        device const float* bias [[buffer(3)]],
+                        constant GEMVParams& p [[buffer(4)]],
+                        uint3 tgpig [[threadgroup_position_in_grid]],
+                        uint sg [[simdgroup_index_in_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]]) {
+    gemv<W_IQ4_NL>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_nl_l(device const uchar* w [[buffer(0)]],
+                          device const half* x [[buffer(1)]],
+                          device half* y [[buffer(2)]],
+                          device const float* bias [[buffer(3)]],
+                          constant GEMVParams& p [[buffer(4)]],
+                          threadgroup float* tgmem [[threadgroup(0)]],
+                          uint3 tgpig [[threadgroup_position_in_grid]],
+                          uint sg [[simdgroup_index_in_threadgroup]],
+                          uint lane [[thread_index_in_simdgroup]]) {
+    gemv_l<W_IQ4_NL>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_nl_l_silu(device const uchar* w [[buffer(0)]],
+                               device const half* gate [[buffer(1)]],
+                               device const half* up [[buffer(2)]],
+                               device half* y [[buffer(3)]],
+                               device const float* bias [[buffer(4)]],
+                               constant GEMVParams& p [[buffer(5)]],
+                               threadgroup float* tgmem [[threadgroup(0)]],
+                               uint3 tgpig [[threadgroup_position_in_grid]],
+                               uint sg [[simdgroup_index_in_threadgroup]],
+                               uint lane [[thread_index_in_simdgroup]]) {
+    gemv_l_silu<W_IQ4_NL>(w, gate, up, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_nl_silu(device const uchar* w [[buffer(0)]],
+                             device const half* gate [[buffer(1)]],
+                             device const half* up [[buffer(2)]],
+                             device half* y [[buffer(3)]],
+                             device const float* bias [[buffer(4)]],
+                             constant GEMVParams& p [[buffer(5)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    gemv_silu<W_IQ4_NL>(w, gate, up, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_xs(device const uchar* w [[buffer(0)]],
+                        device const half* x [[buffer(1)]],
+                        device half* y [[buffer(2)]],
+                        device const float* bias [[buffer(3)]],
+                        constant GEMVParams& p [[buffer(4)]],
+                        uint3 tgpig [[threadgroup_position_in_grid]],
+                        uint sg [[simdgroup_index_in_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]]) {
+    gemv<W_IQ4_XS>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_xs_l(device const uchar* w [[buffer(0)]],
+                          device const half* x [[buffer(1)]],
+                          device half* y [[buffer(2)]],
+                          device const float* bias [[buffer(3)]],
+                          constant GEMVParams& p [[buffer(4)]],
+                          threadgroup float* tgmem [[threadgroup(0)]],
+                          uint3 tgpig [[threadgroup_position_in_grid]],
+                          uint sg [[simdgroup_index_in_threadgroup]],
+                          uint lane [[thread_index_in_simdgroup]]) {
+    gemv_l<W_IQ4_XS>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_xs_l_silu(device const uchar* w [[buffer(0)]],
+                               device const half* gate [[buffer(1)]],
+                               device const half* up [[buffer(2)]],
+                               device half* y [[buffer(3)]],
+                               device const float* bias [[buffer(4)]],
+                               constant GEMVParams& p [[buffer(5)]],
+                               threadgroup float* tgmem [[threadgroup(0)]],
+                               uint3 tgpig [[threadgroup_position_in_grid]],
+                               uint sg [[simdgroup_index_in_threadgroup]],
+                               uint lane [[thread_index_in_simdgroup]]) {
+    gemv_l_silu<W_IQ4_XS>(w, gate, up, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_iq4_xs_silu(device const uchar* w [[buffer(0)]],
+                             device const half* gate [[buffer(1)]],
+                             device const half* up [[buffer(2)]],
+                             device half* y [[buffer(3)]],
+                             device const float* bias [[buffer(4)]],
+                             constant GEMVParams& p [[buffer(5)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    gemv_silu<W_IQ4_XS>(w, gate, up, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_q2_k(device const uchar* w [[buffer(0)]],
+                      device const half* x [[buffer(1)]],
+                      device half* y [[buffer(2)]],
+                      device const float* bias [[buffer(3)]],
+                      constant GEMVParams& p [[buffer(4)]],
+                      uint3 tgpig [[threadgroup_position_in_grid]],
+                      uint sg [[simdgroup_index_in_threadgroup]],
+                      uint lane [[thread_index_in_simdgroup]]) {
+    gemv<W_Q2_K>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_q2_k_silu(device const uchar* w [[buffer(0)]],
+                           device const half* gate [[buffer(1)]],
+                           device const half* up [[buffer(2)]],
+                           device half* y [[buffer(3)]],
+                           device const float* bias [[buffer(4)]],
+                           constant GEMVParams& p [[buffer(5)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    gemv_silu<W_Q2_K>(w, gate, up, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_q3_k(device const uchar* w [[buffer(0)]],
+                      device const half* x [[buffer(1)]],
+                      device half* y [[buffer(2)]],
+                      device const float* bias [[buffer(3)]],
+                      constant GEMVParams& p [[buffer(4)]],
+                      uint3 tgpig [[threadgroup_position_in_grid]],
+                      uint sg [[simdgroup_index_in_threadgroup]],
+                      uint lane [[thread_index_in_simdgroup]]) {
+    gemv<W_Q3_K>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_q3_k_silu(device const uchar* w [[buffer(0)]],
+                           device const half* gate [[buffer(1)]],
+                           device const half* up [[buffer(2)]],
+                           device half* y [[buffer(3)]],
+                           device const float* bias [[buffer(4)]],
+                           constant GEMVParams& p [[buffer(5)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    gemv_silu<W_Q3_K>(w, gate, up, y, bias, p, tgpig, sg, lane);
+}
+
 kernel void gemv_q4_0(device const uchar* w [[buffer(0)]],
                       device const half* x [[buffer(1)]],
                       device half* y [[buffer(2)]],
@@ -369,6 +511,50 @@ kernel void gemv_wide_f32(device const uchar* w [[buffer(0)]],
                           uint sg [[simdgroup_index_in_threadgroup]],
                           uint lane [[thread_index_in_simdgroup]]) {
     gemv_wide<W_F32>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_wide_iq4_nl(device const uchar* w [[buffer(0)]],
+                             device const half* x [[buffer(1)]],
+                             device half* y [[buffer(2)]],
+                             device const float* bias [[buffer(3)]],
+                             constant GEMVParams& p [[buffer(4)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    gemv_wide<W_IQ4_NL>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_wide_iq4_xs(device const uchar* w [[buffer(0)]],
+                             device const half* x [[buffer(1)]],
+                             device half* y [[buffer(2)]],
+                             device const float* bias [[buffer(3)]],
+                             constant GEMVParams& p [[buffer(4)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    gemv_wide<W_IQ4_XS>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_wide_q2_k(device const uchar* w [[buffer(0)]],
+                           device const half* x [[buffer(1)]],
+                           device half* y [[buffer(2)]],
+                           device const float* bias [[buffer(3)]],
+                           constant GEMVParams& p [[buffer(4)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    gemv_wide<W_Q2_K>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_wide_q3_k(device const uchar* w [[buffer(0)]],
+                           device const half* x [[buffer(1)]],
+                           device half* y [[buffer(2)]],
+                           device const float* bias [[buffer(3)]],
+                           constant GEMVParams& p [[buffer(4)]],
+                           uint3 tgpig [[threadgroup_position_in_grid]],
+                           uint sg [[simdgroup_index_in_threadgroup]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    gemv_wide<W_Q3_K>(w, x, y, bias, p, tgpig, sg, lane);
 }
 
 kernel void gemv_wide_q4_0(device const uchar* w [[buffer(0)]],

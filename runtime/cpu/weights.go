@@ -80,6 +80,10 @@ var weightTypes = []weightType{
 	{dt: dtype.Q4_K, bs: 256, bb: 144, aq: aqQ8_K, q: dotQ4_KGo},
 	{dt: dtype.Q5_K, bs: 256, bb: 176, aq: aqQ8_K, q: dotQ5_KGo},
 	{dt: dtype.Q6_K, bs: 256, bb: 210, aq: aqQ8_K, q: func(w []byte, qs []int8, d, s []float32) float32 { return dotQ6_K(w, qs, d, s) }},
+	{dt: dtype.Q2_K, bs: 256, bb: 84, aq: aqQ8_K, q: dotQ2_KGo},
+	{dt: dtype.Q3_K, bs: 256, bb: 110, aq: aqQ8_K, q: dotQ3_KGo},
+	{dt: dtype.IQ4_NL, bs: 32, bb: 18, aq: aqQ8_0, q: dotIQ4_NLGo},
+	{dt: dtype.IQ4_XS, bs: 256, bb: 136, aq: aqQ8_K, q: dotIQ4_XSGo},
 }
 
 // roundAct rounds m rows of k activations to what a half-type weight
