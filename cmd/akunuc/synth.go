@@ -74,7 +74,7 @@ func runSynth(ctx *cli.Context, args []string) error {
 	fs.IntVar(&o.HeadDim, "head-dim", 0, "head dimension (default: dim/heads)")
 	fs.IntVar(&o.FFN, "ffn", 0, "feed-forward length (default: 4*dim)")
 	fs.IntVar(&o.CtxTrain, "ctx", 2048, "training context length written to the metadata")
-	fs.StringVar(&dt, "dtype", "f32", "dtype of the weight matrices: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k, or q4_k_m (llama.cpp's Q4_K_M mix: Q4_K with Q6_K for the output and some V/down matrices)")
+	fs.StringVar(&dt, "dtype", "f32", "dtype of the weight matrices: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, or a llama.cpp mix: q4_k_m (Q4_K with Q6_K for the output and some V/down matrices), q3_k_m (Q3_K with Q6_K output, Q4_K/Q5_K attn_v, attn_output and ffn_down)")
 	fs.StringVar(&edt, "embd-dtype", "", "dtype of the token embedding (default: --dtype)")
 	fs.BoolVar(&o.Tied, "tied", false, "no output matrix: logits use the token embedding")
 	fs.StringVar(&vocab, "vocab", "", "copy the tokenizer of this GGUF file (default: a small built-in byte-level BPE)")
@@ -89,8 +89,11 @@ func runSynth(ctx *cli.Context, args []string) error {
 		return fmt.Errorf("%w: -o OUT.gguf is required", cli.ErrUsage)
 	}
 	var err error
-	if dt == "q4_k_m" { // a mix: llama.cpp's Q4_K_M recipe
+	switch dt { // a mix: llama.cpp's recipe
+	case "q4_k_m":
 		dt, o.Recipe = "q4_k", "q4_k_m"
+	case "q3_k_m":
+		dt, o.Recipe = "q3_k", "q3_k_m"
 	}
 	if o.DType, err = dtype.Parse(dt); err != nil {
 		return fmt.Errorf("%w: --dtype: %v", cli.ErrUsage, err)

@@ -40,7 +40,10 @@ type Options struct {
 	// Q6_K for the output matrix (the embedding when tied) and for the
 	// attn_v and ffn_down matrices of the layers llama.cpp gives more
 	// bits (the first and last eighth, and every third between). DType
-	// must then be Q4_K.
+	// must then be Q4_K. Recipe "q3_k_m" is llama.cpp's Q3_K_M: Q3_K,
+	// with Q6_K for the output matrix, Q4_K for attn_output, and for attn_v
+	// Q5_K in the first two layers and Q4_K after, for ffn_down Q5_K in the
+	// first sixteenth of the layers and Q4_K after. DType must then be Q3_K.
 	Recipe string
 
 	// Vocab is the tokenizer to write; nil builds the small byte-level
@@ -111,17 +114,17 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	if !o.EmbedSet {
 		o.EmbedDType = o.DType
 	}
-	switch o.Recipe {
-	case "":
-	case "q4_k_m":
-		if o.DType != dtype.Q4_K {
-			return nil, fmt.Errorf("%w: recipe q4_k_m needs dtype q4_k, not %v", ErrOptions, o.DType)
+	if o.Recipe != "" {
+		base, ok := recipeBase[o.Recipe]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown recipe %q (q4_k_m and q3_k_m are known)", ErrOptions, o.Recipe)
+		}
+		if o.DType != base {
+			return nil, fmt.Errorf("%w: recipe %s needs dtype %s, not %v", ErrOptions, o.Recipe, strings.ToLower(base.String()), o.DType)
 		}
 		if o.Tied && !o.EmbedSet {
 			o.EmbedDType = dtype.Q6_K
 		}
-	default:
-		return nil, fmt.Errorf("%w: unknown recipe %q (q4_k_m is known)", ErrOptions, o.Recipe)
 	}
 	for _, t := range []dtype.Type{o.DType, o.EmbedDType} {
 		if !dtype.CanQuantize(t) {
@@ -172,7 +175,7 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	// The name must not contain the architecture: llama.cpp keys token
 	// attributes off model names ("phi3" expects Phi-3's special tokens).
 	b.SetString("general.name", fmt.Sprintf("akunu-synth-%dx%d", o.Layers, o.Dim))
-	b.SetUint32("general.file_type", fileType(o.DType))
+	b.SetUint32("general.file_type", fileType(o.DType, o.Recipe))
 	writeVocab(b, v)
 	for _, key := range sortedKeys(md) {
 		if key == "general.architecture" || strings.HasPrefix(key, "tokenizer.") {
@@ -254,15 +257,44 @@ func pick(t specs.Tensor, o Options) (dtype.Type, float32, float32) {
 	case t.Role == specs.RoleEmbedding:
 		return o.EmbedDType, 1, 0
 	case t.Optional && t.Fallback != "":
-		if o.Recipe == "q4_k_m" {
+		if o.Recipe != "" {
 			return dtype.Q6_K, 4 / float32(math.Sqrt(float64(fanIn))), 0
 		}
 		return o.DType, 4 / float32(math.Sqrt(float64(fanIn))), 0
-	case o.Recipe == "q4_k_m" && (t.Logical == "attn_v" || t.Logical == "ffn_down") && moreBits(t.Layer, o.Layers):
-		return dtype.Q6_K, 1 / float32(math.Sqrt(float64(fanIn))), 0
 	default:
-		return o.DType, 1 / float32(math.Sqrt(float64(fanIn))), 0
+		return recipeType(o, t), 1 / float32(math.Sqrt(float64(fanIn))), 0
 	}
+}
+
+// recipeBase is the dtype each recipe mixes others into.
+var recipeBase = map[string]dtype.Type{"q4_k_m": dtype.Q4_K, "q3_k_m": dtype.Q3_K}
+
+// recipeType is the dtype of a layer matrix under o's recipe: llama.cpp's
+// llama_tensor_get_type for the mix (src/llama-quant.cpp), for the
+// tensors our specs name (no fused QKV, no experts, not Falcon).
+func recipeType(o Options, t specs.Tensor) dtype.Type {
+	switch o.Recipe {
+	case "q4_k_m":
+		if (t.Logical == "attn_v" || t.Logical == "ffn_down") && moreBits(t.Layer, o.Layers) {
+			return dtype.Q6_K
+		}
+	case "q3_k_m":
+		switch t.Logical {
+		case "attn_v":
+			if t.Layer < 2 {
+				return dtype.Q5_K
+			}
+			return dtype.Q4_K
+		case "ffn_down":
+			if t.Layer < o.Layers/16 {
+				return dtype.Q5_K
+			}
+			return dtype.Q4_K
+		case "attn_output":
+			return dtype.Q4_K
+		}
+	}
+	return o.DType
 }
 
 // moreBits is llama.cpp's choice of the layers whose attn_v and ffn_down
@@ -370,7 +402,13 @@ func quantizeRows(t dtype.Type, vals []float32, out []byte, n, row int, rowBytes
 
 // fileType is general.file_type for a model whose matrices are of type t
 // (llama.cpp's LLAMA_FTYPE numbering, which only names the mostly-t kind).
-func fileType(t dtype.Type) uint32 {
+func fileType(t dtype.Type, recipe string) uint32 {
+	switch recipe {
+	case "q4_k_m":
+		return 15
+	case "q3_k_m":
+		return 12
+	}
 	switch t {
 	case dtype.F32:
 		return 0
@@ -386,12 +424,20 @@ func fileType(t dtype.Type) uint32 {
 		return 8
 	case dtype.Q5_1:
 		return 9
+	case dtype.Q2_K:
+		return 10
+	case dtype.Q3_K:
+		return 11 // MOSTLY_Q3_K_S, the mix closest to all Q3_K
 	case dtype.Q4_K:
 		return 15
 	case dtype.Q5_K:
 		return 17
 	case dtype.Q6_K:
 		return 18
+	case dtype.IQ4_NL:
+		return 25
+	case dtype.IQ4_XS:
+		return 30
 	case dtype.BF16:
 		return 32
 	}

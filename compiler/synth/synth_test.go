@@ -222,3 +222,42 @@ func TestQ4KMRecipe(t *testing.T) {
 		t.Error("q4_k_m over q8_0 built")
 	}
 }
+
+// TestQ3KMRecipe: the q3_k_m mix follows llama.cpp's Q3_K_M: Q6_K for
+// the tied embedding, attn_v Q5_K in layers 0 and 1 and Q4_K after,
+// ffn_down Q5_K in the first sixteenth (layer 0 of 16) and Q4_K after,
+// attn_output Q4_K, Q3_K elsewhere.
+func TestQ3KMRecipe(t *testing.T) {
+	p, err := synth.Build(registry(t), synth.Options{Arch: "qwen3", Dim: 256, Layers: 16, Heads: 4, KVHeads: 2, HeadDim: 64,
+		FFN: 512, Tied: true, DType: dtype.Q3_K, Recipe: "q3_k_m", Sparse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]dtype.Type{"token_embd.weight": dtype.Q6_K}
+	for l := range 16 {
+		want[fmt.Sprintf("blk.%d.attn_v.weight", l)] = dtype.Q4_K
+		want[fmt.Sprintf("blk.%d.ffn_down.weight", l)] = dtype.Q4_K
+		want[fmt.Sprintf("blk.%d.attn_output.weight", l)] = dtype.Q4_K
+	}
+	want["blk.0.attn_v.weight"], want["blk.1.attn_v.weight"], want["blk.0.ffn_down.weight"] = dtype.Q5_K, dtype.Q5_K, dtype.Q5_K
+	counts := map[dtype.Type]int{}
+	for _, ts := range p.Tensors {
+		if ts.Type == dtype.F32 {
+			continue
+		}
+		wantT, ok := want[ts.Name]
+		if !ok {
+			wantT = dtype.Q3_K
+		}
+		if ts.Type != wantT {
+			t.Errorf("%s: %v, want %v", ts.Name, ts.Type, wantT)
+		}
+		counts[ts.Type]++
+	}
+	if counts[dtype.Q5_K] != 3 || counts[dtype.Q6_K] != 1 || counts[dtype.Q4_K] != 45 || counts[dtype.Q3_K] != 4*16 {
+		t.Errorf("dtype counts %v", counts)
+	}
+	if _, err := synth.Build(registry(t), synth.Options{Arch: "qwen3", Dim: 256, Layers: 2, Heads: 4, DType: dtype.Q4_K, Recipe: "q3_k_m"}); err == nil {
+		t.Error("q3_k_m over q4_k built")
+	}
+}
