@@ -9,6 +9,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/proof"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/runtime/cuda"
 )
 
@@ -99,8 +100,7 @@ func compareRuns(t *testing.T, name string, got, ref []stepLog, tol float64) (in
 // chained decode.
 func TestCUDAMatchesTheCPU(t *testing.T) {
 	be := cudaBackend(t)
-	every := []dtype.Type{dtype.F32, dtype.F16, dtype.BF16, dtype.Q8_0, dtype.Q4_0, dtype.Q4_1, dtype.Q5_0, dtype.Q5_1,
-		dtype.Q4_K, dtype.Q5_K, dtype.Q6_K}
+	every := kernels.WeightTypes()
 	some := []dtype.Type{dtype.F16, dtype.Q8_0, dtype.Q4_0, dtype.Q4_K, dtype.Q6_K}
 	// qwen2 adds the QKV biases, gemma2 soft-capping, GELU and the
 	// sliding window, phi3 its fused projections.

@@ -80,9 +80,19 @@ var (
 // synthModel writes (once per test binary) a small random model.
 func synthModel(t testing.TB, arch string, dt dtype.Type) string {
 	t.Helper()
+	return synthMix(t, arch, dt, "")
+}
+
+// synthMix is synthModel with one of synth's dtype recipes (q4_k_m,
+// q3_k_m); "" for none.
+func synthMix(t testing.TB, arch string, dt dtype.Type, recipe string) string {
+	t.Helper()
 	synthMu.Lock()
 	defer synthMu.Unlock()
 	key := arch + "." + dt.String()
+	if recipe != "" {
+		key = arch + "." + recipe
+	}
 	if p, ok := synthCache[key]; ok {
 		return p
 	}
@@ -98,7 +108,7 @@ func synthModel(t testing.TB, arch string, dt dtype.Type) string {
 		t.Fatal(err)
 	}
 	o := synth.Options{Arch: arch, Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, CtxTrain: 256,
-		DType: dt, Seed: 7}
+		DType: dt, Recipe: recipe, Seed: 7}
 	sp, err := synth.Build(reg, o)
 	if err != nil {
 		t.Fatalf("synth %s: %v", key, err)

@@ -150,6 +150,7 @@ func TestGreedyParityStories260K(t *testing.T) {
 // (docs/runtime.md has the measurements).
 var parityTol = map[dtype.Type]float64{
 	dtype.F32: 1e-3, dtype.F16: 1e-3, dtype.Q8_0: 2e-2, dtype.Q4_0: 2e-2, dtype.Q4_K: 2e-2, dtype.Q6_K: 2e-2,
+	dtype.Q2_K: 2e-2, dtype.Q3_K: 2e-2, dtype.IQ4_NL: 2e-2, dtype.IQ4_XS: 2e-2,
 }
 
 func TestGreedyParitySynthetic(t *testing.T) {
@@ -253,6 +254,29 @@ func TestBatchedParityWithLlamaCpp(t *testing.T) {
 				t.Logf("prompt %d: %d steps, max |Δ|/max|logit| = %.2g", i, steps, d)
 			}
 		})
+	}
+}
+
+// The low-bit types (Q2_K, Q3_K), the I-quants without a codebook (IQ4_NL,
+// IQ4_XS) and llama.cpp's Q3_K_M mix (Q3_K with Q4_K, Q5_K and Q6_K), each
+// whole model against llama.cpp.
+func TestLowBitParityWithLlamaCpp(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		for _, c := range []struct {
+			dt     dtype.Type
+			recipe string
+		}{{dtype.Q2_K, ""}, {dtype.Q3_K, ""}, {dtype.IQ4_NL, ""}, {dtype.IQ4_XS, ""}, {dtype.Q3_K, "q3_k_m"}} {
+			name := c.recipe
+			if name == "" {
+				name = c.dt.String()
+			}
+			t.Run(fmt.Sprintf("%s %s matches llama.cpp", arch, name), func(t *testing.T) {
+				model := synthMix(t, arch, c.dt, c.recipe)
+				plan := compile(t, model, "cpu-avx2:2")
+				steps, d := parity(t, plan, model, "Hello world, this is a test", 32, parityTol[c.dt])
+				t.Logf("%s %s: %d steps, max |Δ|/max|logit| = %.2g", arch, name, steps, d)
+			})
+		}
 	}
 }
 
