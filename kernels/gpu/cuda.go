@@ -64,13 +64,20 @@ func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (strin
 		}
 	}
 	b.WriteString(body + "\n")
+	// A family that reads its buffers' bound lengths (bounds.h) reads them
+	// from past the parameter struct in device memory, so its entries keep
+	// a reference to it; the others copy the struct into registers once,
+	// so that no field is read from memory again after a store (a store
+	// through any pointer may alias the struct, for all the compiler
+	// knows).
+	byRef := strings.Contains(body, "bound_bytes(")
 	for _, n := range names {
-		writeCUDAEntry(&b, es[n])
+		writeCUDAEntry(&b, es[n], byRef)
 	}
 	return b.String(), nil
 }
 
-func writeCUDAEntry(b *strings.Builder, e *Entry) {
+func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 	var ps []string
 	var pname, ptype string
 	uses := map[string]bool{}
@@ -112,6 +119,10 @@ func writeCUDAEntry(b *strings.Builder, e *Entry) {
 			fmt.Fprintf(b, "    %s %s = (%s)akunu_smem;\n", p.Type, p.Name, p.Type)
 		}
 	}
-	fmt.Fprintf(b, "    %s& %s = *akunu_p;\n", ptype, pname)
+	if byRef {
+		fmt.Fprintf(b, "    %s& %s = *akunu_p;\n", ptype, pname)
+	} else {
+		fmt.Fprintf(b, "    %s %s = *akunu_p;\n", ptype, pname)
+	}
 	fmt.Fprintf(b, "    %s(%s);\n}\n", e.Call, args(e))
 }

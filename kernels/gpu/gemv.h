@@ -62,7 +62,10 @@ inline float q4_0_dot(device const uchar* row, uint c, thread const float* xs, f
 
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
 // products of the chunks c0, c0 + step, ... with x into sums (per lane;
-// the caller reduces across lanes).
+// the caller reduces across lanes). Every loop over rows runs to the
+// constant nr and tests r < nrows inside, so that the loops can unroll and
+// sums be kept in registers whatever the compiler (AKUNU_CUDA_PROFILE=1
+// shows 0 bytes of local memory for every GEMV).
 template <int T, bool S>
 inline void gemv_rows(device const uchar* w, device const half* x, device const half* up, uint k,
                       uint row0, uint nrows, uint c0, uint step, thread float* sums) {
@@ -75,9 +78,12 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
         if (T == W_Q4_0) {
             float xsum;
             q4_0_prescale(c, xc, xsum);
-            for (uint r = 0; r < nrows; r++) sums[r] += q4_0_dot(w + (row0 + r) * rb, c, xc, xsum);
+            for (uint r = 0; r < nr; r++) {
+                if (r < nrows) sums[r] += q4_0_dot(w + (row0 + r) * rb, c, xc, xsum);
+            }
         } else {
-            for (uint r = 0; r < nrows; r++) {
+            for (uint r = 0; r < nr; r++) {
+                if (r >= nrows) continue;
                 float wc[16];
                 dequant16<T>(w + (row0 + r) * rb, c, k, wc);
                 float acc = 0.0f;
@@ -98,9 +104,9 @@ inline void gemv_standard(device const uchar* w, device const half* x, device co
     uint nrows = min(nr, p.n - row0);
     float sums[GEMV_MAX_NR];
     gemv_rows<T, S>(w, x, up, p.k, row0, nrows, lane, 32, sums);
-    for (uint r = 0; r < nrows; r++) {
+    for (uint r = 0; r < nr; r++) {
         float s = simd_sum(sums[r]);
-        if (lane == 0) y[row0 + r] = half(has_bias ? s + bias[row0 + r] : s);
+        if (lane == 0 && r < nrows) y[row0 + r] = half(has_bias ? s + bias[row0 + r] : s);
     }
 }
 
@@ -113,7 +119,7 @@ inline void gemv_large_k(device const uchar* w, device const half* x, device con
     uint nrows = row0 < p.n ? min(nr, p.n - row0) : 0;
     float sums[GEMV_MAX_NR];
     gemv_rows<T, S>(w, x, up, p.k, row0, nrows, 32 * sg + lane, 32 * 4, sums);
-    for (uint r = 0; r < nrows; r++) {
+    for (uint r = 0; r < nr; r++) {
         float s = simd_sum(sums[r]);
         if (lane == 0) tgmem[sg * nr + r] = s;
     }

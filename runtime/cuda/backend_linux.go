@@ -24,6 +24,8 @@ const (
 	attrCCMajor            = 75
 	attrCCMinor            = 76
 	funcMaxThreads         = 0
+	funcLocalBytes         = 3
+	funcNumRegs            = 4
 	funcMaxDynamicShared   = 8
 	errNotReady            = 600
 	// generations is how many submissions of one program may be in flight
@@ -589,6 +591,9 @@ func (b *Backend) compileAll(cmds []device.Command) error {
 		var mt int32
 		b.d.call(b.d.cuFuncGetAttribute, uintptr(unsafe.Pointer(&mt)), funcMaxThreads, fn)
 		b.pipelines[j.key] = &pipeline{key: j.key, fn: fn, maxThreads: int(mt), entry: j.entry}
+		if b.prof != nil {
+			b.prof.note(b, j.name, fn)
+		}
 	}
 	return nil
 }

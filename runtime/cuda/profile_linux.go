@@ -16,6 +16,21 @@ type profiler struct {
 	pending []profLaunch
 	byName  map[string]*profStat
 	spare   []uintptr
+	// res is each compiled kernel's registers per thread and local
+	// (spilled, or dynamically indexed array) bytes per thread, by entry
+	// name: local memory on a hot path is a kernel body to fix.
+	res map[string][2]int32
+}
+
+// note records the resources of kernel name's compiled function fn.
+func (pr *profiler) note(b *Backend, name string, fn uintptr) {
+	var regs, local int32
+	b.d.call(b.d.cuFuncGetAttribute, uintptr(unsafe.Pointer(&regs)), funcNumRegs, fn)
+	b.d.call(b.d.cuFuncGetAttribute, uintptr(unsafe.Pointer(&local)), funcLocalBytes, fn)
+	if pr.res == nil {
+		pr.res = map[string][2]int32{}
+	}
+	pr.res[name] = [2]int32{regs, local}
 }
 
 type profLaunch struct {
@@ -87,6 +102,10 @@ func (pr *profiler) report(w io.Writer) {
 		if i == 20 {
 			break
 		}
-		fmt.Fprintf(w, "  %6.1f%%  %9.3f ms  %7d launches  %8.2f µs each  %s\n", 100*r.st.sum/total, r.st.sum, r.st.n, 1000*r.st.sum/float64(r.st.n), r.name)
+		res := ""
+		if rs, ok := pr.res[r.name]; ok {
+			res = fmt.Sprintf("  (%d regs, %d B local)", rs[0], rs[1])
+		}
+		fmt.Fprintf(w, "  %6.1f%%  %9.3f ms  %7d launches  %8.2f µs each  %s%s\n", 100*r.st.sum/total, r.st.sum, r.st.n, 1000*r.st.sum/float64(r.st.n), r.name, res)
 	}
 }
