@@ -352,7 +352,7 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 		binds["x"] = e.act(n.In[0])
 		read += e.actRead(n.In[0])
 	}
-	sh := kernels.Shape{Tokens: rows, N: n.N(), K: n.K, Bias: len(n.Biases) > 0}
+	sh := kernels.Shape{Tokens: rows, N: n.N(), K: n.K, Bias: len(n.Biases) > 0, VecX: aligned16(binds["x"], binds["gate"], binds["up"])}
 	if k.Op == kernels.OpGEMV {
 		return e.emit(n, k, sh, kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K)}, binds, rowsFixed, read)
 	}
@@ -448,4 +448,16 @@ func (s *state) ropeParams(r RopeArgs) kernels.RoPEQKVWriteParams {
 		p.BetaSlow = float32(rs.YarnBetaSlow)
 	}
 	return p
+}
+
+// aligned16 reports whether every bound activation among bs starts at a
+// 16-byte offset of its buffer (an unbound one, the zero bref, does);
+// buffers themselves start aligned on every backend.
+func aligned16(bs ...bref) bool {
+	for _, b := range bs {
+		if b.off%16 != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -155,7 +155,8 @@ var families = []*family{
 			return constants(
 				cuint("nr", "rows of W per SIMD group"),
 				cuint("nsg", "SIMD groups per threadgroup"),
-				biasConst)
+				biasConst,
+				cbool("vec_x", "x (gate, up) starts 16-byte aligned and K is a multiple of 16: the GPU kernels load x in 16-byte vectors"))
 		},
 		geometry: gemvGeometry, geometryDoc: func(s Spec) string {
 			switch {

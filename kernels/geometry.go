@@ -28,6 +28,7 @@ type Shape struct {
 	Softcap bool // attention: scores are soft-capped
 	Window  bool // attention: a sliding window limits the keys
 	LastRow bool // copy: the last row of the input (the batch's last token) is copied to row 0
+	VecX    bool // GEMV: x (gate, up) is bound 16-byte aligned and K is a multiple of 16
 }
 
 // Launch is how one command runs: the grid in threadgroups (commands use
@@ -163,7 +164,10 @@ const (
 // each owning NR rows as in the standard shape. grid = ceil(N / (NR·8)).
 //
 // The constants nr and nsg carry the split to the kernel; has_bias binds the
-// bias and adds it.
+// bias and adds it; vec_x, set where the compiler bound x (gate and up)
+// 16-byte aligned and K is a multiple of 16, lets the GPU kernels load x in
+// 16-byte vectors (measured on an H200: decode 10% faster on the Qwen3-0.6B
+// shape, 19% on the Llama-3.2-1B shape, both Q4_0).
 func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	if err := need(k, "N", s.N, "K", s.K); err != nil {
 		return Launch{}, err
@@ -180,7 +184,7 @@ func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		nsg, rowsPerTG = gemvWideSG, sh.NR*gemvWideSG
 	}
 	return launch([3]int{ceilDiv(s.N, rowsPerTG), 1, 1}, nsg*SIMDWidth, tgMem,
-		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(nsg), "has_bias": b2u(s.Bias)})...), nil
+		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
 }
 
 // GEMM tiles: a threadgroup computes a 32 (tokens) × 64 (output features)

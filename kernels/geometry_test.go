@@ -88,11 +88,13 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 		want   Launch
 	}{
 		{"gemv_q4_0", Shape{N: 4096, K: 4096}, Launch{Grid: [3]int{512, 1, 1}, Threadgroup: [3]int{64, 1, 1},
-			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "has_bias", ConstBool, 0}}}},
-		{"gemv_q4_0_l", Shape{N: 4096, K: 14336, Bias: true}, Launch{Grid: [3]int{1024, 1, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 64,
-			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 4}, {2, "has_bias", ConstBool, 1}}}},
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "has_bias", ConstBool, 0}, {3, "vec_x", ConstBool, 0}}}},
+		{"gemv_q4_0_l", Shape{N: 4096, K: 14336, Bias: true, VecX: true}, Launch{Grid: [3]int{1024, 1, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 64,
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 4}, {2, "has_bias", ConstBool, 1}, {3, "vec_x", ConstBool, 1}}}},
 		{"gemv_wide_q6_k", Shape{N: 151936, K: 1024}, Launch{Grid: [3]int{18992, 1, 1}, Threadgroup: [3]int{256, 1, 1},
-			Constants: []ConstValue{{0, "nr", ConstUint, 1}, {1, "nsg", ConstUint, 8}, {2, "has_bias", ConstBool, 0}}}},
+			Constants: []ConstValue{{0, "nr", ConstUint, 1}, {1, "nsg", ConstUint, 8}, {2, "has_bias", ConstBool, 0}, {3, "vec_x", ConstBool, 0}}}},
+		{"gemv_f16", Shape{N: 96, K: 1000, VecX: true}, Launch{Grid: [3]int{12, 1, 1}, Threadgroup: [3]int{64, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "has_bias", ConstBool, 0}, {3, "vec_x", ConstBool, 0}}}},
 		{"simd_gemm_q4_k", Shape{Tokens: 512, N: 4096, K: 4096}, Launch{Grid: [3]int{64, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 6144,
 			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
 		{"simd_gemm_small_q8_0", Shape{Tokens: 5, N: 1000, K: 4096}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{128, 1, 1},

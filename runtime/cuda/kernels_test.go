@@ -425,19 +425,27 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := run(t, c, k, cs)
-			got := run(t, g, k, cs)
-			if quantizedProduct(k) {
-				// The CPU twin quantizes x to 8 bits first (as llama.cpp's CPU
-				// backend does); the GPU kernels multiply by x as it is. Both
-				// are held to the exact product of the dequantized weights,
-				// the GPU tightly, the CPU within its 8-bit rounding.
-				ref := product(t, k, cs)
-				closeTo(t, k, got, ref)
-				closeWithin(t, k, want, ref, 2e-2)
-				return
+			cases := []kcase{cs}
+			if k.Op == kernels.OpGEMV { // x loaded element by element, and in 16-byte vectors
+				vec := cs
+				vec.shape.VecX = true
+				cases = append(cases, vec)
 			}
-			closeTo(t, k, got, want)
+			for _, cs := range cases {
+				want := run(t, c, k, cs)
+				got := run(t, g, k, cs)
+				if quantizedProduct(k) {
+					// The CPU twin quantizes x to 8 bits first (as llama.cpp's CPU
+					// backend does); the GPU kernels multiply by x as it is. Both
+					// are held to the exact product of the dequantized weights,
+					// the GPU tightly, the CPU within its 8-bit rounding.
+					ref := product(t, k, cs)
+					closeTo(t, k, got, ref)
+					closeWithin(t, k, want, ref, 2e-2)
+					continue
+				}
+				closeTo(t, k, got, want)
+			}
 		})
 		n++
 	}

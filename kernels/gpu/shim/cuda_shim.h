@@ -13,6 +13,7 @@
 // The vector types NVRTC predefines (vector_types.h), as far as the kernels use them.
 struct uint2 { unsigned x, y; };
 struct uint3 { unsigned x, y, z; };
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 struct float2 { float x, y; };
 
 __device__ float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width = 32);
