@@ -402,12 +402,14 @@ const (
 // dimensions. No threadgroup memory. grid = (ceil(Tokens/4), Heads).
 //
 // v2: flash attention tiled over queries and keys: threadgroup (r, h) owns
-// 32 query rows of head h (8 per SIMD group) and walks the keys a tile at a
-// time, staging the K and V tiles (F16) and the 32 × tile score block
-// (float) in threadgroup memory, so each key is read once per 32 queries
-// instead of once per query. The key tile is 32 keys, 16 when head_dim
-// exceeds 128 so that the tiles fit in 32 KiB (the kv_tile constant).
-// grid = (ceil(Tokens/32), Heads).
+// 32 query rows of head h (8 per SIMD group) and walks the keys 32 at a
+// time, staging the query rows and the K and V tiles (F16), the 32 × 32
+// scores (F32) and weights (F16) and an 8 × 8 block a SIMD group (F32) in
+// threadgroup memory (31 KiB at head dims of 128), so each key is read
+// once per 32 queries instead of once per query and both products run on
+// the matrix units. Head dims above 128 (or not multiples of 8) run each
+// row alone; the memory stays reserved as before, at 16 keys a tile (the
+// kv_tile constant). grid = (ceil(Tokens/32), Heads).
 func attnPrefillGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	if err := need(k, "Tokens", s.Tokens, "Heads", s.Heads, "KVHeads", s.KVHeads, "HeadDim", s.HeadDim, "HeadDimV", s.HeadDimV); err != nil {
 		return Launch{}, err
@@ -420,11 +422,17 @@ func attnPrefillGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return launch([3]int{ceilDiv(s.Tokens, attnPrefillSG), s.Heads, 1}, attnPrefillSG*SIMDWidth, 0, values(k, vals)...), nil
 	}
 	tile := 32
-	if s.HeadDim > 128 || s.HeadDimV > 128 {
+	tgMem := tile*(s.HeadDim+s.HeadDimV)*2 + // the key and value tiles, F16
+		attnPrefillRows*s.HeadDim*2 + // the query rows, F16
+		attnPrefillRows*tile*(4+2) + // the scores (F32) and the weights (F16)
+		attnPrefillSG*64*4 // a SIMD group's 8×8 block of output, F32
+	if s.HeadDim > 128 || s.HeadDimV > 128 || s.HeadDim%8 != 0 || s.HeadDimV%8 != 0 {
+		// The kernel runs each row alone (the staged tiles would not fit
+		// 32 KiB); the staged form's memory stays reserved at 16 keys.
 		tile = 16
+		tgMem = tile*(s.HeadDim+s.HeadDimV)*2 + attnPrefillRows*tile*4
 	}
 	vals["kv_tile"] = uint32(tile)
-	tgMem := tile*(s.HeadDim+s.HeadDimV)*2 + attnPrefillRows*tile*4
 	return launch([3]int{ceilDiv(s.Tokens, attnPrefillRows), s.Heads, 1}, attnPrefillSG*SIMDWidth, tgMem, values(k, vals)...), nil
 }
 

@@ -4,10 +4,15 @@
 //
 // v1: SIMD group g of threadgroup (r, h) owns query row 4r + g and streams
 // its keys with an online softmax (attention.h).
-// v2: threadgroup (r, h) owns 32 query rows, 8 per SIMD group. Here each
-// SIMD group runs its 8 rows one after another as v1 does; staging key and
-// value tiles of kv_tile keys in threadgroup memory (the geometry reserves
-// it) is the step still to take, on a Mac, with a profiler.
+// v2: threadgroup (r, h) owns 32 query rows, 8 per SIMD group (head dims
+// up to 128, multiples of 8): the 32 query rows, then each tile of 32 keys
+// and values, are staged in threadgroup memory; a SIMD group multiplies its
+// 8 rows by the key tile with the tile primitive (8×8 products on the
+// matrix units), runs the online softmax with a lane per key, and
+// multiplies the weights (rounded to F16, as the CPU twin rounds them) by
+// the value tile the same way. A Rows threadgroup whose rows are not all of
+// one sequence slot, or one with a row outside its cache, and larger head
+// dims, run each row as v1 does.
 //
 // The _rows forms read query t's position from pos[t] and its KV sequence
 // slot from seq[t] (slots back to back in each cache, n_kv_heads·max_ctx
@@ -82,17 +87,164 @@ inline void flash_attention_prefill_rows(device const half* q,
     prefill_row<true>(q, k_cache, v_cache, out, ra, p, tgpig.x * 4 + sg, tgpig.y, lane);
 }
 
+// prefill_tiled is v2's staged form for the 32 rows from r0 of head h
+// (layout of tg: the key tile [32][head_dim] and value tile
+// [32][head_dim_v] as half, the query rows [32][head_dim] as half, the
+// scores [32][32] as float, the weights [32][32] as half, and 64 floats a
+// SIMD group of scratch; kernels/geometry.go sizes it).
+template <bool ROWS>
+inline void prefill_tiled(device const half* q, device const half* k_cache, device const half* v_cache,
+                          device half* out, RowsArgs ra, constant AttentionParams& p, threadgroup float* tg,
+                          uint r0, uint h, uint tid, uint sg, uint lane) {
+    const uint T = 32;
+    const uint NJ = head_dim_v / 8 < 16 ? head_dim_v / 8 : 16; // 8-column blocks of the output
+    if (r0 >= p.n_tokens) return;
+    uint nrows = min(32u, p.n_tokens - r0);
+    // The rows' key ranges, and whether the staged form applies: every
+    // thread reads the same rows, so the test is uniform.
+    bool ok = head_dim <= 128 && head_dim_v <= 128 && head_dim % 8 == 0 && head_dim_v % 8 == 0;
+    uint seq0 = 0, lo = 0xFFFFFFFFu, hi = 0;
+    for (uint i = 0; i < nrows; i++) {
+        uint t = r0 + i, pos = p.position + t, kv_len = p.kv_len;
+        if (ROWS) {
+            pos = ra.pos[t];
+            uint s = ra.seq[t];
+            if (i == 0) seq0 = s;
+            ok = ok && s == seq0 && pos < p.max_ctx;
+            kv_len = pos + 1;
+        }
+        uint2 rg = attn_range(pos, kv_len, has_window, p.window);
+        lo = min(lo, rg.x);
+        hi = max(hi, rg.y);
+    }
+    if (ROWS) ok = ok && kv_slot_fits(seq0, p.n_kv_heads, p.max_ctx, head_dim, head_dim_v, ra.k_bytes, ra.v_bytes);
+    if (!ok) {
+        for (uint i = 0; i < 8; i++) prefill_row<ROWS>(q, k_cache, v_cache, out, ra, p, r0 + sg * 8 + i, h, lane);
+        return;
+    }
+    if (ROWS) {
+        k_cache += ulong(seq0) * p.n_kv_heads * p.max_ctx * head_dim;
+        v_cache += ulong(seq0) * p.n_kv_heads * p.max_ctx * head_dim_v;
+    }
+    uint kvh = h / (p.n_heads / p.n_kv_heads);
+    device const half* kc = k_cache + ulong(kvh) * p.max_ctx * head_dim;
+    device const half* vc = v_cache + ulong(kvh) * p.max_ctx * head_dim_v;
+    threadgroup half* kt = (threadgroup half*)tg;
+    threadgroup half* vt = kt + T * head_dim;
+    threadgroup half* qt = vt + T * head_dim_v;
+    threadgroup float* st = (threadgroup float*)(qt + 32 * head_dim);
+    threadgroup half* pt = (threadgroup half*)(st + 32 * T);
+    threadgroup float* xt = (threadgroup float*)(pt + 32 * T) + sg * 64;
+    for (uint e = tid; e < 32 * head_dim; e += 128) {
+        uint i = e / head_dim;
+        qt[e] = i < nrows ? q[ulong(r0 + i) * p.q_stride + h * head_dim + e % head_dim] : half(0.0f);
+    }
+    // This SIMD group's rows 8sg + i: their key ranges and softmax state.
+    float m[8], l[8];
+    uint rlo[8], rhi[8];
+    for (uint i = 0; i < 8; i++) {
+        uint t = r0 + 8 * sg + i, pos = p.position + t, kv_len = p.kv_len;
+        if (ROWS && 8 * sg + i < nrows) {
+            pos = ra.pos[t];
+            kv_len = pos + 1;
+        }
+        uint2 rg = attn_range(pos, kv_len, has_window, p.window);
+        rlo[i] = rg.x;
+        rhi[i] = 8 * sg + i < nrows ? rg.y : 0;
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+    }
+    // Lane l accumulates row l/4, columns 2(l%4) and 2(l%4)+1 of each 8×8
+    // block of the output.
+    uint orow = lane / 4, ocol = 2 * (lane % 4);
+    float o[32];
+    for (uint j = 0; j < 32; j++) o[j] = 0.0f;
+    threadgroup float* ss = st + sg * 8 * T;
+    threadgroup half* ps = pt + sg * 8 * T;
+    for (uint k0 = lo; k0 < hi; k0 += T) {
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint e = tid; e < T * head_dim; e += 128) {
+            uint j = e / head_dim;
+            kt[e] = k0 + j < hi ? kc[ulong(k0 + j) * head_dim + e % head_dim] : half(0.0f);
+        }
+        for (uint e = tid; e < T * head_dim_v; e += 128) {
+            uint j = e / head_dim_v;
+            vt[e] = k0 + j < hi ? vc[ulong(k0 + j) * head_dim_v + e % head_dim_v] : half(0.0f);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint cb = 0; cb < T / 8; cb++) {
+            tile_acc acc;
+            tile_zero(acc);
+            for (uint d = 0; d < head_dim; d += 8) {
+                tile_half a, b;
+                tile_load(a, qt + (8 * sg) * head_dim + d, head_dim, false);
+                tile_load(b, kt + (8 * cb) * head_dim + d, head_dim, true);
+                tile_mma(acc, a, b);
+            }
+            tile_store(acc, ss + 8 * cb, T);
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        uint key = k0 + lane;
+        float amine = 1.0f;
+        for (uint i = 0; i < 8; i++) {
+            float sc = ss[i * T + lane] * p.scale;
+            if (has_softcap && p.softcap > 0.0f) sc = p.softcap * precise::tanh(sc / p.softcap);
+            bool in = key >= rlo[i] && key < rhi[i];
+            float mx = simd_max(in ? sc : -INFINITY);
+            float a = 1.0f, w = 0.0f;
+            if (mx > -INFINITY) {
+                float mn = max(m[i], mx);
+                a = exp(m[i] - mn);
+                w = in ? exp(sc - mn) : 0.0f;
+                m[i] = mn;
+            }
+            l[i] = l[i] * a + simd_sum(w);
+            ps[i * T + lane] = half(w);
+            if (i == orow) amine = a;
+        }
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint j = 0; j < NJ; j++) {
+            tile_acc acc;
+            tile_zero(acc);
+            for (uint kk = 0; kk < T; kk += 8) {
+                tile_half a, b;
+                tile_load(a, ps + kk, T, false);
+                tile_load(b, vt + kk * head_dim_v + 8 * j, head_dim_v, false);
+                tile_mma(acc, a, b);
+            }
+            tile_store(acc, xt, 8);
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+            o[2 * j] = o[2 * j] * amine + xt[orow * 8 + ocol];
+            o[2 * j + 1] = o[2 * j + 1] * amine + xt[orow * 8 + ocol + 1];
+            simdgroup_barrier(mem_flags::mem_threadgroup);
+        }
+    }
+    float lm = 0.0f;
+    for (uint i = 0; i < 8; i++) {
+        if (i == orow) lm = l[i];
+    }
+    if (8 * sg + orow < nrows) {
+        device half* ob = out + ulong(r0 + 8 * sg + orow) * p.o_stride + h * head_dim_v;
+        for (uint j = 0; j < NJ; j++) {
+            ob[8 * j + ocol] = half(lm > 0.0f ? o[2 * j] / lm : 0.0f);
+            ob[8 * j + ocol + 1] = half(lm > 0.0f ? o[2 * j + 1] / lm : 0.0f);
+        }
+    }
+}
+
 inline void flash_attention_prefill_v2(device const half* q,
                                        device const half* k_cache,
                                        device const half* v_cache,
                                        device half* out,
                                        constant AttentionParams& p,
+                                       threadgroup float* tg,
                                        uint3 tgpig,
+                                       uint tid,
                                        uint sg,
                                        uint lane) {
-    (void)kv_tile; // the tile size of the staged form (above)
+    (void)kv_tile; // 32 for the staged form; the geometry sizes tg by it
     RowsArgs none = {nullptr, nullptr, 0, 0};
-    for (uint i = 0; i < 8; i++) prefill_row<false>(q, k_cache, v_cache, out, none, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
+    prefill_tiled<false>(q, k_cache, v_cache, out, none, p, tg, tgpig.x * 32, tgpig.y, tid, sg, lane);
 }
 
 inline void flash_attention_prefill_v2_rows(device const half* q,
@@ -102,12 +254,14 @@ inline void flash_attention_prefill_v2_rows(device const half* q,
                                             device const uint* pos,
                                             device const uint* seq,
                                             constant AttentionParams& p,
+                                            threadgroup float* tg,
                                             uint3 tgpig,
+                                            uint tid,
                                             uint sg,
                                             uint lane) {
     (void)kv_tile;
     RowsArgs ra = {pos, seq, bound_bytes(p, 1), bound_bytes(p, 2)};
-    for (uint i = 0; i < 8; i++) prefill_row<true>(q, k_cache, v_cache, out, ra, p, tgpig.x * 32 + sg * 8 + i, tgpig.y, lane);
+    prefill_tiled<true>(q, k_cache, v_cache, out, ra, p, tg, tgpig.x * 32, tgpig.y, tid, sg, lane);
 }
 
 //! entry flash_attention_prefill_f16 = flash_attention_prefill

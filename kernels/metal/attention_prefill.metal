@@ -41,10 +41,12 @@ kernel void flash_attention_prefill_v2_f16(device const half* q [[buffer(0)]],
                                            device const half* v_cache [[buffer(2)]],
                                            device half* out [[buffer(3)]],
                                            constant AttentionParams& p [[buffer(4)]],
+                                           threadgroup float* tg [[threadgroup(0)]],
                                            uint3 tgpig [[threadgroup_position_in_grid]],
+                                           uint tid [[thread_index_in_threadgroup]],
                                            uint sg [[simdgroup_index_in_threadgroup]],
                                            uint lane [[thread_index_in_simdgroup]]) {
-    flash_attention_prefill_v2(q, k_cache, v_cache, out, p, tgpig, sg, lane);
+    flash_attention_prefill_v2(q, k_cache, v_cache, out, p, tg, tgpig, tid, sg, lane);
 }
 
 kernel void flash_attention_prefill_v2_rows_f16(device const half* q [[buffer(0)]],
@@ -54,8 +56,10 @@ kernel void flash_attention_prefill_v2_rows_f16(device const half* q [[buffer(0)
                                                 device const uint* pos [[buffer(4)]],
                                                 device const uint* seq [[buffer(5)]],
                                                 constant AttentionParams& p [[buffer(6)]],
+                                                threadgroup float* tg [[threadgroup(0)]],
                                                 uint3 tgpig [[threadgroup_position_in_grid]],
+                                                uint tid [[thread_index_in_threadgroup]],
                                                 uint sg [[simdgroup_index_in_threadgroup]],
                                                 uint lane [[thread_index_in_simdgroup]]) {
-    flash_attention_prefill_v2_rows(q, k_cache, v_cache, out, pos, seq, p, tgpig, sg, lane);
+    flash_attention_prefill_v2_rows(q, k_cache, v_cache, out, pos, seq, p, tg, tgpig, tid, sg, lane);
 }

@@ -431,6 +431,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				vec.shape.VecX = true
 				cases = append(cases, vec)
 			}
+			if k.Op == kernels.OpAttentionPrefill && k.Variant&kernels.V2 != 0 {
+				cases = append(cases, stagedPrefill(rand.New(rand.NewPCG(2, uint64(len(k.Name)))), cs))
+			}
 			for _, cs := range cases {
 				want := run(t, c, k, cs)
 				got := run(t, g, k, cs)
@@ -502,3 +505,23 @@ func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
 		})
 	}
 }
+
+// stagedPrefill is a prefill case the v2 kernels stage in threadgroup
+// memory: 40 rows of one sequence slot at positions 0..39 (a full
+// threadgroup of 32 rows and a partial one, two key tiles), after c's
+// shape (softcap, window).
+func stagedPrefill(r *rand.Rand, c kcase) kcase {
+	const n = 40
+	s := c.shape
+	s.Tokens = n
+	p := c.params.(kernels.AttentionParams)
+	p.NTokens, p.Position, p.KVLen = n, 0, n
+	pos, seq := make([]uint32, n), make([]uint32, n)
+	for i := range pos {
+		pos[i] = uint32(i)
+	}
+	b := map[string][]byte{"q": f16s(r, n*tH*tHD, 1), "k_cache": c.bufs["k_cache"], "v_cache": c.bufs["v_cache"],
+		"out": make([]byte, 2*n*tH*tHD), "pos": u32s(pos...), "seq": u32s(seq...)}
+	return kcase{s, p, b}
+}
+
