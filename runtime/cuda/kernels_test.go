@@ -524,4 +524,3 @@ func stagedPrefill(r *rand.Rand, c kcase) kcase {
 		"out": make([]byte, 2*n*tH*tHD), "pos": u32s(pos...), "seq": u32s(seq...)}
 	return kcase{s, p, b}
 }
-
