@@ -269,7 +269,12 @@ GLOBL zq30f<>(SB), RODATA|NOPTR, $4
 // T2 63–67 (4096, 8192, 12288 and 16384 ahead alike), none 40–44; the
 // AVX2 dots with T2 instead of T0 went 48–49 → 58–62. With T0 the dots
 // wait on memory: their time a token was four to five times what the
-// same calls take with the weights in cache.
+// same calls take with the weights in cache. On the GPU machine's 16-core
+// Xeon host one short run (tg64, 2, 8 and 16 threads, Q3_K_M and Q4_K_M
+// mixes) put T0 and T2 within its run-to-run spread (±10%), T0 ahead in
+// five of six Q3_K_M pairs: the hint is still to settle per CPU there.
+// The same change in the Q4_K dots (kquant_amd64.s, still T0) took the
+// Q4_K_M mix's decode on the Zen 4 box from 58 to 67 tok/s at 2 threads.
 #define ZPFD 8192
 
 // ZENTER loads the arguments: rows at R8..R11, stride bytes apart; DI the
