@@ -10,6 +10,10 @@ import "encoding/binary"
 
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
+// IQ4NL is the table value of the 4-bit index in q's low nibble: the
+// CPU backend's IQ4_NL and IQ4_XS dot products share the table.
+func IQ4NL(q byte) int8 { return kvaluesIQ4NL[q&0xf] }
+
 func dequantIQ4_NL(src []byte, dst []float32) {
 	for b := 0; len(dst) > 0; b, dst = b+18, dst[32:] {
 		blk := src[b : b+18]

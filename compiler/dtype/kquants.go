@@ -17,19 +17,20 @@ import (
 
 const qkK = 256
 
-// scaleMinK4 unpacks the j-th 6-bit scale and minimum of a Q4_K/Q5_K
-// super-block from their 12 packed bytes (docs/formats.md#q4_k).
-func scaleMinK4(j int, q []byte) (sc, m uint8) {
+// ScaleMinK4 unpacks the j-th 6-bit scale and minimum of a Q4_K/Q5_K
+// super-block from their 12 packed bytes (docs/formats.md#q4_k); the CPU
+// backend's dot products share it.
+func ScaleMinK4(j int, q []byte) (sc, m uint8) {
 	if j < 4 {
 		return q[j] & 63, q[j+4] & 63
 	}
 	return q[j+4]&0xf | q[j-4]>>6<<4, q[j+4]>>4 | q[j]>>6<<4
 }
 
-// q3kScale unpacks the j-th signed 6-bit scale of a Q3_K super-block
+// Q3KScale unpacks the j-th signed 6-bit scale of a Q3_K super-block
 // (docs/formats.md#q3_k): four low bits from a nibble of bytes 0..7, two
 // high bits from bytes 8..11.
-func q3kScale(j int, s []byte) int32 {
+func Q3KScale(j int, s []byte) int32 {
 	var lo byte
 	if j < 8 {
 		lo = s[j] & 0xf
@@ -61,7 +62,7 @@ func dequantQ3_K(src []byte, dst []float32) {
 		hmask, qs, scales := blk[0:32], blk[32:96], blk[96:108]
 		d := f16At(blk, 108)
 		for e := range qkK {
-			dl := d * float32(q3kScale(e/16, scales))
+			dl := d * float32(Q3KScale(e/16, scales))
 			shift := 2 * (e % 128 / 32)
 			q := int32(qs[e/128*32+e%32] >> shift & 3)
 			if hmask[e%32]>>(e/32)&1 == 0 {
@@ -78,7 +79,7 @@ func dequantQ4_K(src []byte, dst []float32) {
 		d, dmin := f16At(blk, 0), f16At(blk, 2)
 		scales, qs := blk[4:16], blk[16:144]
 		for sb := range 8 {
-			sc, m := scaleMinK4(sb, scales)
+			sc, m := ScaleMinK4(sb, scales)
 			dl, ml := d*float32(sc), float32(dmin*float32(m))
 			q := qs[sb/2*32 : sb/2*32+32]
 			shift := 4 * (sb % 2)
@@ -96,7 +97,7 @@ func dequantQ5_K(src []byte, dst []float32) {
 		d, dmin := f16At(blk, 0), f16At(blk, 2)
 		scales, qh, qs := blk[4:16], blk[16:48], blk[48:176]
 		for sb := range 8 {
-			sc, m := scaleMinK4(sb, scales)
+			sc, m := ScaleMinK4(sb, scales)
 			dl, ml := d*float32(sc), float32(dmin*float32(m))
 			q := qs[sb/2*32 : sb/2*32+32]
 			shift := 4 * (sb % 2)

@@ -302,7 +302,7 @@ func quantQ3_K(src []float32, dst []byte) {
 		}
 		dAll := f16At(blk, 108)
 		for j := range 16 {
-			d := dAll * float32(q3kScale(j, sc))
+			d := dAll * float32(Q3KScale(j, sc))
 			if d == 0 {
 				continue
 			}
@@ -372,7 +372,7 @@ func quantKScaleMin(x []float32, blk []byte, L *[qkK]uint8, nmax int32, rmin flo
 	putF16(blk, 2, maxMin/63)
 	dAll, mAll := f16At(blk, 0), f16At(blk, 2)
 	for j := range 8 {
-		s, m := scaleMinK4(j, sc)
+		s, m := ScaleMinK4(j, sc)
 		d := dAll * float32(s)
 		if d == 0 {
 			continue

@@ -109,7 +109,7 @@ GLOBL kshift04<>(SB), RODATA|NOPTR, $16
 	VCVTTPS2DQ Y12, Y12; \
 	VPERMQ $0xD8, Y12, Y12
 
-// KSCALES unpacks the 12 scale bytes at 4(w) (scaleMinK4, docs/formats.md
+// KSCALES unpacks the 12 scale bytes at 4(w) (dtype.ScaleMinK4, docs/formats.md
 // #q4_k) as dwords A, B, C = bytes 0-3, 4-7, 8-11:
 //	sc0-3 = A & 0x3f                        m0-3 = B & 0x3f
 //	sc4-7 = C & 0x0f | (A>>6 & 3)<<4        m4-7 = C>>4 & 0x0f | (B>>6 & 3)<<4

@@ -1,6 +1,10 @@
 package cpu
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
 
 // The low-bit K-quants (Q2_K, Q3_K) and the I-quants without a codebook
 // (IQ4_NL, IQ4_XS): their portable dot products against the activation
@@ -9,24 +13,8 @@ import "encoding/binary"
 // exact integer sums per block or super-block, one float32 scale product
 // per block, products rounded before they are added. Block layouts:
 // docs/formats.md (#q2_k, #q3_k, #iq4_nl, #iq4_xs). Assembly twins
-// (lowbit_amd64.go) must agree with these to the bit.
-
-// kvaluesIQ4NL is GGML's table of the 16 IQ4 values.
-var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
-
-// q3kScale is the signed 6-bit scale of sub-block j of a Q3_K super-block
-// (the 12 packed bytes s): a nibble of s[j%8] (the high one for j ≥ 8) and
-// two bits of s[8+j%4] at 2·(j/4), minus 32.
-func q3kScale(j int, s []byte) int32 {
-	var lo byte
-	if j < 8 {
-		lo = s[j] & 0xf
-	} else {
-		lo = s[j-8] >> 4
-	}
-	hi := s[8+j%4] >> (2 * (j / 4)) & 3
-	return int32(lo|hi<<4) - 32
-}
+// (lowbit_amd64.go) must agree with these to the bit. The scales and the
+// IQ4 table are compiler/dtype's, as its reference dequantizers read them.
 
 // Q2_K·Q8_K: 16 sub-blocks of 16. Element 128n + 32g + l is bits 2g..2g+1
 // of qs[32n+l]; scales[j] holds sub-block j's scale (low nibble) and
@@ -80,7 +68,7 @@ func dotQ3_KGo(w []byte, qs []int8, d, _ []float32) float32 {
 				}
 				sum += v * int32(a[l])
 			}
-			sumi += q3kScale(j, scales) * sum
+			sumi += dtype.Q3KScale(j, scales) * sum
 		}
 		acc += float32(float32(d[sb]*f16le(blk, 108)) * float32(sumi))
 	}
@@ -96,8 +84,8 @@ func dotIQ4_NLGo(w []byte, qs []int8, d, _ []float32) float32 {
 		blk := w[b*18 : b*18+18]
 		a := qs[b*qk : b*qk+qk]
 		for j, q := range blk[2:18] {
-			p[j] = int32(kvaluesIQ4NL[q&0xf]) * int32(a[j])
-			p[j+16] = int32(kvaluesIQ4NL[q>>4]) * int32(a[j+16])
+			p[j] = int32(dtype.IQ4NL(q)) * int32(a[j])
+			p[j+16] = int32(dtype.IQ4NL(q>>4)) * int32(a[j+16])
 		}
 		lanes8(&acc, f16le(blk, 0)*d[b], &p)
 	}
@@ -120,7 +108,7 @@ func dotIQ4_XSGo(w []byte, qs []int8, d, _ []float32) float32 {
 			q := q4[16*ib:][:16]
 			var sum int32
 			for j := range 16 {
-				sum += int32(kvaluesIQ4NL[q[j]&0xf])*int32(a[j]) + int32(kvaluesIQ4NL[q[j]>>4])*int32(a[j+16])
+				sum += int32(dtype.IQ4NL(q[j]))*int32(a[j]) + int32(dtype.IQ4NL(q[j]>>4))*int32(a[j+16])
 			}
 			sumi += (ls - 32) * sum
 		}

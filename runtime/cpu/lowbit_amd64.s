@@ -131,7 +131,7 @@ DATA l3shift<>+0(SB)/8, $0x0000000200000000
 DATA l3shift<>+8(SB)/8, $0x0000000600000004
 GLOBL l3shift<>(SB), RODATA|NOPTR, $16
 
-// iq4pos and iq4neg: for each index of kvaluesIQ4NL, max(T, 0) and
+// iq4pos and iq4neg: for each index of the IQ4 table (dtype.IQ4NL), max(T, 0) and
 // max(−T, 0) (in both lanes, for VPSHUFB).
 //	T = −127 −104 −83 −65 −49 −35 −22 −10 | 1 13 25 38 53 69 89 113
 DATA iq4pos<>+0(SB)/8, $0

@@ -3,6 +3,8 @@ package cpu
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
 )
 
 // Quantized GEMV, the technique llama.cpp uses and the numerics of
@@ -311,15 +313,6 @@ func dotQ8_0Go(w []byte, qs []int8, d, _ []float32) float32 {
 	return hsum8(&acc)
 }
 
-// scaleMinK4 unpacks the j-th 6-bit scale and minimum of a Q4_K/Q5_K
-// super-block (docs/formats.md#q4_k).
-func scaleMinK4(j int, q []byte) (sc, m uint8) {
-	if j < 4 {
-		return q[j] & 63, q[j+4] & 63
-	}
-	return q[j+4]&0xf | q[j-4]>>6<<4, q[j+4]>>4 | q[j]>>6<<4
-}
-
 // The K-quants meet Q8_K: per super-block of 256, one integer sum of
 // sc_j·Σ q·a over the sub-blocks and, for Q4_K/Q5_K, one of m_j·bsums;
 // ggml scales them by d_a·f16(d) and d_a·f16(dmin) in float32 and
@@ -334,7 +327,7 @@ func dotQ4_KGo(w []byte, qs []int8, d, bs []float32) float32 {
 		scales, q4 := blk[4:16], blk[16:144]
 		var sumi, summ int32
 		for j := range 8 {
-			sc, m := scaleMinK4(j, scales)
+			sc, m := dtype.ScaleMinK4(j, scales)
 			a := qs[sb*qkK+j*32 : sb*qkK+j*32+32]
 			q := q4[j/2*32 : j/2*32+32]
 			shift := 4 * (j % 2)
@@ -358,7 +351,7 @@ func dotQ5_KGo(w []byte, qs []int8, d, bs []float32) float32 {
 		scales, qh, q4 := blk[4:16], blk[16:48], blk[48:176]
 		var sumi, summ int32
 		for j := range 8 {
-			sc, m := scaleMinK4(j, scales)
+			sc, m := dtype.ScaleMinK4(j, scales)
 			a := qs[sb*qkK+j*32 : sb*qkK+j*32+32]
 			q := q4[j/2*32 : j/2*32+32]
 			shift := 4 * (j % 2)
