@@ -14,9 +14,7 @@ import (
 // (still the odd last block's path, and the path of CPUs without VNNI) is
 // held to the portable one here, bit for bit, with odd block counts too.
 func TestDotQ4_0x4AVX2StaysExact(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	r := rand.New(rand.NewPCG(25, 26))
 	wt := weightTypeOf(dtype.Q4_0)
 	for _, k := range []int{32, 96, 1024, 4096 + 32} {
@@ -50,9 +48,7 @@ func TestDotQ4_0x4AVX2StaysExact(t *testing.T) {
 // block, and at an activation row offset (the strides).
 func TestDotQ4_0x4x4IsTheFourRowDot(t *testing.T) {
 	q44 := weightTypeOf(dtype.Q4_0).q44
-	if q44 == nil {
-		t.Skip("no 4×4 Q4_0 tile on this CPU")
-	}
+	needCPU(t, q44 != nil, "4×4 Q4_0 tile (AVX2 or AVX-512 VNNI)")
 	r := rand.New(rand.NewPCG(27, 28))
 	wt := weightTypeOf(dtype.Q4_0)
 	for _, k := range []int{32, 64, 96, 1024, 4096 + 32} {

@@ -43,9 +43,7 @@ func floatTileRows(t *testing.T, r *rand.Rand, dt dtype.Type, k, rb int, bad boo
 // (dotF16, dotBF16), at whole sixteens, with tails, below sixteen, at
 // activation row offsets 0, 4 and 5 of nine rows, and with NaN and Inf.
 func TestFloatTileIsTheOneRowDot(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512")
-	}
+	needCPU(t, haveAVX512, "AVX-512")
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, dt := range []dtype.Type{dtype.F32, dtype.F16, dtype.BF16} {
 		wt := weightTypeOf(dt)
@@ -89,9 +87,7 @@ func TestFloatTileIsTheOneRowDot(t *testing.T) {
 // and of X past the last whole four included (n 19, m 11), with a bias
 // and a tail in K.
 func TestGEMMFloatTileChangesNoBits(t *testing.T) {
-	if !haveAVX512 {
-		t.Skip("no AVX-512")
-	}
+	needCPU(t, haveAVX512, "AVX-512")
 	r := rand.New(rand.NewPCG(43, 44))
 	h := newHarness(t, 2)
 	for _, dt := range []dtype.Type{dtype.F32, dtype.F16, dtype.BF16} {

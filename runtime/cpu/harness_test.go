@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
@@ -223,4 +224,27 @@ const f16ulp = 1.0 / 2048
 
 func near(got, want, tol float64) bool {
 	return math.Abs(got-want) <= tol || (math.IsInf(got, 0) && got == want)
+}
+
+// needCPU skips t where the CPU lacks the feature the kernels under test
+// need, and records the skip under SKIPPED PROOFS (internal/proof): such
+// a machine has not held those kernels to the portable Go, and says so
+// instead of printing ok.
+func needCPU(t testing.TB, have bool, feature string) {
+	t.Helper()
+	if !have {
+		proof.Elsewhere(t, "the "+feature+" kernels are not held to the portable Go (run on a CPU with "+feature+")", "this CPU lacks "+feature)
+	}
+}
+
+// mustPanic reports an error unless f panics: the assembly wrappers check
+// every slice the kernel would read before calling it.
+func mustPanic(t testing.TB, name string, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Errorf("%s: no panic", name)
+		}
+	}()
+	f()
 }

@@ -22,9 +22,7 @@ type kTwin struct {
 }
 
 func kTwins(t testing.TB) []kTwin {
-	if !haveAVX2 {
-		t.Skip("no AVX2+FMA+F16C")
-	}
+	needCPU(t, haveAVX2, "AVX2+FMA+F16C")
 	return []kTwin{
 		{dtype.Q4_K, q4KBytes, dotQ4_KAsm, dotQ4_Kx4Asm, dotQ4_KGo},
 		{dtype.Q5_K, q5KBytes, dotQ5_KAsm, dotQ5_Kx4Asm, dotQ5_KGo},

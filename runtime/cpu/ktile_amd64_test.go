@@ -33,9 +33,7 @@ func kTiles(t testing.TB) []kTile {
 			have = append(have, c)
 		}
 	}
-	if len(have) == 0 {
-		t.Skip("no K-quant 4×4 tile on this CPU")
-	}
+	needCPU(t, len(have) > 0, "K-quant 4×4 tile (AVX2)")
 	return have
 }
 
@@ -223,9 +221,7 @@ func TestKTileExtremes(t *testing.T) {
 // The Q4_K kernel itself, not its fallback, computes quantized
 // activations, and declines bsum pairs outside int16.
 func TestDotQ4_Kx4x4VNNITakesQuantizedActivations(t *testing.T) {
-	if !haveVNNI {
-		t.Skip("no AVX-512 VNNI")
-	}
+	needCPU(t, haveVNNI, "AVX-512 VNNI")
 	r := rand.New(rand.NewPCG(65, 66))
 	const nb = 3
 	k := nb * qkK

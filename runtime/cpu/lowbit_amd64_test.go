@@ -25,9 +25,7 @@ type lowTwin struct {
 }
 
 func lowTwins(t testing.TB) []lowTwin {
-	if !haveAVX2 {
-		t.Skip("no AVX2+FMA+F16C")
-	}
+	needCPU(t, haveAVX2, "AVX2+FMA+F16C")
 	return []lowTwin{
 		{dtype.Q3_K, qkK, q3KBytes, aqQ8_K, []int{108}, dotQ3_KAsm, dotQ3_Kx4Asm, dotQ3_KGo},
 		{dtype.Q2_K, qkK, q2KBytes, aqQ8_K, []int{80, 82}, dotQ2_KAsm, dotQ2_Kx4Asm, dotQ2_KGo},
@@ -297,14 +295,7 @@ func TestLowbitTwinsShortSlices(t *testing.T) {
 			cases["bsums"] = func() { c.asm(w, qs, d, s[:len(s)-1]) }
 		}
 		for name, f := range cases {
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("%v %s: no panic", c.dt, name)
-					}
-				}()
-				f()
-			}()
+			mustPanic(t, fmt.Sprintf("%v %s", c.dt, name), f)
 		}
 	}
 }

@@ -57,9 +57,7 @@ func checkQ5(t *testing.T, name string, c int, w []byte, rb int, qs []int8, d, s
 // lie further apart than their length, as in a weight matrix with a larger
 // stride.
 func TestDotQ5TwinsMatchPortable(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	r := rand.New(rand.NewPCG(51, 52))
 	for c, kern := range q5Kernels {
 		wt := weightTypeOf(kern.dt)
@@ -101,9 +99,7 @@ var q5Halves = []uint16{
 // which the quantizer never writes) with d and s anywhere in float32's
 // finite range (or from its edges: 0, subnormal, 3e38, Inf, NaN).
 func TestDotQ5AdversarialBlocks(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	r := rand.New(rand.NewPCG(53, 54))
 	edges := []float32{0, 1e-45, 1e-40, 1e-20, 1, 3e4, 1e20, 3e38,
 		float32(math.Inf(1)), float32(math.NaN())}
@@ -153,9 +149,7 @@ func TestDotQ5AdversarialBlocks(t *testing.T) {
 
 // An empty row is zero in every form, as the portable dot's.
 func TestDotQ5EmptyRow(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	for c := range q5Kernels {
 		checkQ5(t, "k=0", c, nil, 0, nil, nil, nil)
 	}

@@ -138,9 +138,7 @@ var q6kActs = []struct {
 }
 
 func TestDotQ6_KAsmMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	if wt := weightTypeOf(dtype.Q6_K); wt.q4 == nil {
 		t.Fatal("no four-row Q6_K dot installed")
 	}
@@ -219,14 +217,7 @@ func TestDotQ6_KAsmMatchesGo(t *testing.T) {
 			"activation":       func() { dotQ6_KAsm(w, qs[:2*qkK-1], d, nil) },
 			"four-row weights": func() { dotQ6_Kx4Asm(w4[:4*q6kBlock-1], q6kBlock, qs, d[:1], nil, new([4]float32)) },
 		} {
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("%s: no panic", name)
-					}
-				}()
-				f()
-			}()
+			mustPanic(t, name, f)
 		}
 	})
 }

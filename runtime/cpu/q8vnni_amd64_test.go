@@ -17,9 +17,7 @@ import (
 // full-range bytes (−128 and 127 included) test the sign flip.
 func TestDotQ8_0x4x4MatchesPortable(t *testing.T) {
 	q44 := weightTypeOf(dtype.Q8_0).q44
-	if q44 == nil {
-		t.Skip("no 4×4 Q8_0 tile on this CPU")
-	}
+	needCPU(t, q44 != nil, "4×4 Q8_0 tile (AVX-512 VNNI)")
 	r := rand.New(rand.NewPCG(29, 30))
 	wt := weightTypeOf(dtype.Q8_0)
 	for _, k := range []int{32, 64, 96, 1024, 4096 + 32} {

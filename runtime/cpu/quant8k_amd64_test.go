@@ -185,9 +185,7 @@ var q8KBlocks = []struct {
 }
 
 func TestQuantizeQ8_KAsmMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	r := rand.New(rand.NewPCG(8, 1))
 	for _, c := range q8KBlocks {
 		t.Run("every super-block "+c.name, func(t *testing.T) {

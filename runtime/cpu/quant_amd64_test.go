@@ -145,9 +145,7 @@ func fillScaled(r *rand.Rand, xb []float32, scale float64) {
 }
 
 func TestQuantizeQ8_0AsmMatchesGo(t *testing.T) {
-	if !haveAVX2 {
-		t.Skip("no AVX2")
-	}
+	needCPU(t, haveAVX2, "AVX2")
 	r := rand.New(rand.NewPCG(8, 0))
 	for _, c := range q8Blocks {
 		t.Run("every block "+c.name, func(t *testing.T) {

@@ -180,9 +180,7 @@ func (c *x16Case) run(f func([]byte, int, int, []byte, int, []float32, int)) []f
 }
 
 func TestQ4x16TwinMatchesGoBitForBit(t *testing.T) {
-	if !q4x16Native {
-		t.Skip("no assembly x16 kernel on this CPU or build: the Go twin is the kernel")
-	}
+	needCPU(t, q4x16Native, "x16 Q4_0 (AVX-512, amd64 assembly)")
 	r := rand.New(rand.NewPCG(16, 3))
 	for _, n := range []int{16, 48, 256} {
 		for _, k := range []int{32, 64, 1024, 3072} {

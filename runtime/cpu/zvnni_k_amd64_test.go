@@ -26,9 +26,7 @@ type vnniKTwin struct {
 }
 
 func vnniKTwins(t testing.TB) []vnniKTwin {
-	if !haveVNNI {
-		t.Skip("no AVX-512 F/BW/VL with VNNI: the VNNI dots are not installed here")
-	}
+	needCPU(t, haveVNNI, "AVX-512 F/BW/VL with VNNI")
 	return []vnniKTwin{
 		{dtype.Q3_K, q3KBytes, 108, dotQ3_Kx4VNNIAsm, dotQ3_Kx4Asm, dotQ3_KGo},
 		{dtype.Q6_K, q6kBlock, 208, dotQ6_Kx4VNNIAsm, dotQ6_Kx4Asm, dotQ6_KGo},
@@ -207,14 +205,7 @@ func TestVNNIKDotsEdges(t *testing.T) {
 			"negative stride": func() { c.vnni(w4, -c.bb, qs[:qkK], d[:1], s, new([4]float32)) },
 			"activation":      func() { c.vnni(w4, 2*c.bb, qs[:2*qkK-1], d, s, new([4]float32)) },
 		} {
-			func() {
-				defer func() {
-					if recover() == nil {
-						t.Errorf("%v %s: no panic", c.dt, name)
-					}
-				}()
-				f()
-			}()
+			mustPanic(t, fmt.Sprintf("%v %s", c.dt, name), f)
 		}
 	}
 }
