@@ -54,6 +54,17 @@ type llamaFuncs struct {
 	getMemory          func(ctx uintptr) uintptr
 	memoryClear        func(mem uintptr, data bool)
 	nCtx               func(ctx uintptr) uint32
+
+	// Embeddings (embed.go).
+	modelNEmbdOut    func(m uintptr) int32
+	modelNClsOut     func(m uintptr) uint32
+	nBatchOf         func(ctx uintptr) uint32
+	nUbatchOf        func(ctx uintptr) uint32
+	nSeqMaxOf        func(ctx uintptr) uint32
+	poolingType      func(ctx uintptr) int32
+	setEmbeddings    func(ctx uintptr, on bool)
+	getEmbeddingsIth func(ctx uintptr, i int32) *float32
+	getEmbeddingsSeq func(ctx uintptr, seq int32) *float32
 }
 
 func (f *llamaFuncs) bind(h uintptr) error {
@@ -101,6 +112,15 @@ func (f *llamaFuncs) bind(h uintptr) error {
 	b.fn(h, "llama_get_memory", &f.getMemory)
 	b.fn(h, "llama_memory_clear", &f.memoryClear)
 	b.fn(h, "llama_n_ctx", &f.nCtx)
+	b.fn(h, "llama_model_n_embd_out", &f.modelNEmbdOut)
+	b.fn(h, "llama_model_n_cls_out", &f.modelNClsOut)
+	b.fn(h, "llama_n_batch", &f.nBatchOf)
+	b.fn(h, "llama_n_ubatch", &f.nUbatchOf)
+	b.fn(h, "llama_n_seq_max", &f.nSeqMaxOf)
+	b.fn(h, "llama_pooling_type", &f.poolingType)
+	b.fn(h, "llama_set_embeddings", &f.setEmbeddings)
+	b.fn(h, "llama_get_embeddings_ith", &f.getEmbeddingsIth)
+	b.fn(h, "llama_get_embeddings_seq", &f.getEmbeddingsSeq)
 	return b.err
 }
 
@@ -283,7 +303,8 @@ func (m *Model) Detokenize(toks []int32, removeSpecial, unparseSpecial bool) (st
 	}
 }
 
-// Context is a llama_context with one sequence and a reusable batch.
+// Context is a llama_context and a reusable batch: one sequence for Decode,
+// up to NSeqMax for Embed (embed.go).
 type Context struct {
 	m        *Model
 	ptr      uintptr
@@ -293,6 +314,10 @@ type Context struct {
 	nOut     int     // tokens in the last Decode
 	pool     uintptr // an attached ggml threadpool (AttachThreadpool)
 	poolFree uintptr // its ggml_threadpool_free
+
+	// embeddings mirrors cparams.embeddings, which llama.h cannot read
+	// back (set at NewContextWith, changed by SetEmbeddings).
+	embeddings bool
 }
 
 // NewContext makes a context of nctx positions that decodes up to nbatch
@@ -321,7 +346,7 @@ func (m *Model) NewContextWith(p ContextParams) (*Context, error) {
 	if ptr == 0 {
 		return nil, errors.New("llamacpp: llama_init_from_model failed (AKUNU_LLAMA_LOG=1 shows why)")
 	}
-	c := &Context{m: m, ptr: ptr, nBatch: int(p.NBatch), nVocab: m.NVocab()}
+	c := &Context{m: m, ptr: ptr, nBatch: int(p.NBatch), nVocab: m.NVocab(), embeddings: p.Embeddings}
 	c.b = m.lib.ll.batchInit(int32(p.NBatch), 0, 1)
 	return c, nil
 }

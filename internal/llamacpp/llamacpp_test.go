@@ -30,6 +30,8 @@ func TestStructLayouts(t *testing.T) {
 		{"sizeof(llama_context_params)", unsafe.Sizeof(cp), 160},
 		{"llama_context_params.n_threads_batch", unsafe.Offsetof(cp.NThreadsBatch), 32},
 		{"llama_context_params.ctx_type", unsafe.Offsetof(cp.CtxType), 36},
+		{"llama_context_params.pooling_type", unsafe.Offsetof(cp.PoolingType), 44},
+		{"llama_context_params.attention_type", unsafe.Offsetof(cp.AttentionType), 48},
 		{"llama_context_params.flash_attn_type", unsafe.Offsetof(cp.FlashAttnType), 52},
 		{"llama_context_params.rope_freq_base", unsafe.Offsetof(cp.RopeFreqBase), 56},
 		{"llama_context_params.yarn_orig_ctx", unsafe.Offsetof(cp.YarnOrigCtx), 80},
@@ -61,6 +63,7 @@ func TestDefaultParamsCrossTheABI(t *testing.T) {
 	cp := l.DefaultContextParams()
 	if cp.NCtx != 512 || cp.NBatch != 2048 || cp.NUbatch != 512 || cp.NSeqMax != 1 ||
 		cp.FlashAttnType != llamacpp.FlashAttnAuto || cp.YarnExtFactor != -1 ||
+		cp.PoolingType != llamacpp.PoolingUnspecified || cp.AttentionType != llamacpp.AttentionUnspecified || cp.Embeddings ||
 		cp.TypeK != int32(dtype.F16) || cp.TypeV != int32(dtype.F16) ||
 		!cp.OffloadKQV || !cp.NoPerf || cp.KVUnified || cp.Samplers != 0 {
 		t.Errorf("context defaults look shifted: %+v", cp)
