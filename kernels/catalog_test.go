@@ -170,6 +170,7 @@ func TestPatchableOffsetsAreTheFieldsOffsets(t *testing.T) {
 		"gemv_q4_0":                  {},
 		"simd_gemm_q4_0":             {"batch": 0},
 		"gumbel_topk_f16":            {"position": 12},
+		"pool_f16":                   {"batch": 4},
 	} {
 		k, ok := Lookup(name)
 		if !ok {

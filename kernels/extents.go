@@ -233,6 +233,8 @@ func extentRule(r *rule) {
 		r.need("logits", mul(v, es), "vocab logits")
 	case OpBiasAdd, OpAdd, OpMul, OpScale, OpSoftcap, OpSiLU, OpGELU, OpSiLUGate, OpGELUGate, OpCopy, OpConvert, OpGatherRows:
 		elementwiseRule(r)
+	case OpPool:
+		poolRule(r)
 	default:
 		r.fail("no extent rule for op %v", r.k.Op)
 	}
@@ -479,4 +481,23 @@ func elementwiseRule(r *rule) {
 		r.need("x", a, "n_rows rows of a_stride, n_cols each")
 	}
 	r.need("out", matrix(outRows, os, cols, outES), "n_rows rows of out_stride, n_cols each")
+}
+
+// poolRule: the ranges come from an io buffer, so x is the batch's rows
+// (each range's end is checked against x's bound length by the kernel, as
+// gather_rows checks its rows); the pooling mode is a constant the kernel
+// branches on, so it must be one of the three.
+func poolRule(r *rule) {
+	dim, rows, as := r.pos1("dim"), r.u("n_rows"), r.u("a_stride")
+	batch := max(r.x.Batch, 1)
+	r.atMost("dim", dim, "a_stride", max(as, boolTo(batch <= 1, dim)))
+	switch m, ok := r.constant("pooling"); {
+	case !ok:
+		r.fail("constant pooling is not set")
+	case m < PoolMean || m > PoolLast:
+		r.fail("constant pooling %d; the modes are %d (mean), %d (cls) and %d (last)", m, PoolMean, PoolCLS, PoolLast)
+	}
+	r.need("x", matrix(batch, as, dim, r.actSize()), "the batch's rows of a_stride, dim each")
+	r.need("ranges", mul(rows, 2, 4), "n_rows ranges of two uint32")
+	r.need("out", mul(rows, dim, 4), "n_rows×dim floats")
 }

@@ -88,6 +88,11 @@ func TestEveryKernelHasAShapeRecovery(t *testing.T) {
 			binary.LittleEndian.PutUint32(params[fl.Offset:], 4)
 		}
 		x := &Extents{Params: params, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants))}
+		for i, c := range k.Constants {
+			if c.Name == "pooling" { // a shape without a mode has no launch
+				x.Constants[i], x.Set[i] = PoolMean, true
+			}
+		}
 		s, err := k.ShapeOf(x)
 		if err != nil {
 			t.Errorf("%s: %v", k.Name, err)
@@ -109,5 +114,47 @@ func TestEveryKernelHasAShapeRecovery(t *testing.T) {
 		if err := k.CheckLaunch(x, tune, grid, tg, uint32(l.TGMem)); !errors.Is(err, ErrLaunch) || !strings.Contains(err.Error(), "the rule gives") {
 			t.Errorf("%s: a grid one larger gives %v", k.Name, err)
 		}
+	}
+}
+
+// TestPoolExtents: pool reads the batch's rows of x (its ranges are host
+// data, checked by the kernel), two u32 a range and n_rows×dim floats out,
+// and only with a pooling mode it knows.
+func TestPoolExtents(t *testing.T) {
+	k, ok := Lookup("pool_f16")
+	if !ok {
+		t.Fatal("no pool_f16")
+	}
+	const dim, as, rows, batch = 64, 80, 3, 10
+	x := uint64((batch-1)*as+dim) * 2
+	tests := []struct {
+		name          string
+		mode          uint32
+		set           bool
+		dim, as       uint32
+		x, ranges, ou uint64
+		want          string
+	}{
+		{"fits exactly", PoolMean, true, dim, as, x, 8 * rows, 4 * rows * dim, ""},
+		{"x one row short", PoolLast, true, dim, as, x - 2*as, 8 * rows, 4 * rows * dim, "binding x"},
+		{"a range short", PoolCLS, true, dim, as, x, 8*rows - 4, 4 * rows * dim, "binding ranges"},
+		{"out short", PoolMean, true, dim, as, x, 8 * rows, 4*rows*dim - 4, "binding out"},
+		{"a stride below dim", PoolMean, true, dim, dim - 1, x, 8 * rows, 4 * rows * dim, "exceeds a_stride"},
+		{"no mode", 0, false, dim, as, x, 8 * rows, 4 * rows * dim, "pooling is not set"},
+		{"mode 4", 4, true, dim, as, x, 8 * rows, 4 * rows * dim, "pooling 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			avail := make([]uint64, len(k.Bindings))
+			avail[0], avail[1], avail[2] = tt.x, tt.ranges, tt.ou
+			err := k.CheckExtents(&Extents{Params: Encode(PoolParams{Dim: tt.dim, NRows: rows, AStride: tt.as}), Avail: avail,
+				Constants: []uint32{tt.mode, 1}, Set: []bool{tt.set, true}, Batch: batch})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrExtent)):
+				t.Fatalf("got %v, want an ErrExtent naming %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -459,6 +459,24 @@ var families = []*family{
 		geometry: elementwiseGeometry, geometryDoc: fixed("a thread per element, 256 per threadgroup; grid = (ceil(cols/256), rows)"),
 		instances: func() []Spec { return specs(OpGatherRows, acts) },
 	},
+	{
+		op: OpPool, params: PoolParams{},
+		summary: fixed("out[j] = rows [ranges[2j], ranges[2j+1]) of x pooled (the pooling constant), L2-normalized with l2_normalize, j < n_rows: an embedding per input; an empty range, or one past x, gives zeros"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("x", RoleActivation, "x [batch rows, a_stride]: the last hidden states, inputs back to back"),
+				in("ranges", RoleIO, "row ranges [n_rows, 2], uint32: input j's first row and the row after its last"),
+				out("out", RoleIO, "out [n_rows, dim], F32"),
+			}
+		},
+		constants: func(Spec) []Constant {
+			return constants(
+				cuint("pooling", "1 the mean of the rows, 2 the first row (CLS), 3 the last row: llama.cpp's llama_pooling_type"),
+				cbool("l2_normalize", "divide the pooled vector by its L2 norm (a zero vector stays zero)"))
+		},
+		geometry: poolGeometry, geometryDoc: fixed("one threadgroup of 256 threads per output, thread i taking columns i, i+256, ..., the sum of squares reduced through threadgroup memory; grid = outputs"),
+		instances: func() []Spec { return specs(OpPool, acts) },
+	},
 }
 
 // rowsBindings are what a Rows variant reads besides its other bindings:

@@ -11,25 +11,35 @@ import (
 // reads the fields its op uses and refuses a shape that lacks one; the rest
 // are ignored.
 type Shape struct {
-	Tokens   int // rows of activations: 1 in decode, the bucket size in prefill
+	Tokens   int // rows of activations: 1 in decode, the bucket size in prefill; argmax, pool: output rows
 	N        int // GEMV, GEMM: output features (rows of the weight)
 	K        int // GEMV, GEMM: input features (elements of a weight row)
-	Dim      int // norms, embedding, elementwise: elements per row (per head for head_rmsnorm)
+	Dim      int // norms, embedding, elementwise, pool: elements per row (per head for head_rmsnorm)
 	Vocab    int // argmax, sampling: logits
 	Heads    int // query heads
 	KVHeads  int // key/value heads
 	HeadDim  int // elements per q and k head
 	HeadDimV int // elements per v head
 	MaxCtx   int // positions the KV cache holds
+	Pooling  int // pool: PoolMean, PoolCLS or PoolLast
 
 	// Options that select function constants (and so bindings).
-	Bias    bool // GEMV, GEMM, layernorm: a bias is bound and added
-	Factors bool // RoPE: a frequency-factor tensor is bound
-	Softcap bool // attention: scores are soft-capped
-	Window  bool // attention: a sliding window limits the keys
-	LastRow bool // copy: the last row of the input (the batch's last token) is copied to row 0
-	VecX    bool // GEMV: x (gate, up) is bound 16-byte aligned and K is a multiple of 16
+	Bias      bool // GEMV, GEMM, layernorm: a bias is bound and added
+	Factors   bool // RoPE: a frequency-factor tensor is bound
+	Softcap   bool // attention: scores are soft-capped
+	Window    bool // attention: a sliding window limits the keys
+	LastRow   bool // copy: the last row of the input (the batch's last token) is copied to row 0
+	VecX      bool // GEMV: x (gate, up) is bound 16-byte aligned and K is a multiple of 16
+	Normalize bool // pool: the pooled vector is divided by its L2 norm
 }
+
+// Pooling modes of the pool kernels (the pooling constant, Shape.Pooling),
+// numbered as llama.cpp's llama_pooling_type (GGUF {arch}.pooling_type).
+const (
+	PoolMean = 1 // the mean of the input's rows
+	PoolCLS  = 2 // its first row
+	PoolLast = 3 // its last row
+)
 
 // Launch is how one command runs: the grid in threadgroups (commands use
 // dispatchThreadgroups; none relies on non-uniform threadgroups), the
@@ -475,4 +485,27 @@ func vocabGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return Launch{}, err
 	}
 	return launch([3]int{1, 1, 1}, MaxThreads, MaxThreads/SIMDWidth*8), nil
+}
+
+// poolThreads are the threads of a pool threadgroup.
+const poolThreads = 256
+
+// poolGeometry (pool): threadgroup j owns output j, the pooled vector of
+// input j; thread i takes columns i, i+256, ...: for the mean it sums each
+// of its columns over the input's rows in row order (the order the CPU
+// twin sums in), and it writes its pooled columns to out. With l2_normalize,
+// its squares go through a simd_sum and one float per SIMD group in
+// threadgroup memory, and it rescales its own columns of out, which no
+// other thread touches. One threadgroup per input because an input is a
+// few to a few hundred rows: the work is one pass over them, the
+// reduction one per vector. grid = Tokens (the outputs, n_rows).
+func poolGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Dim", s.Dim, "Pooling", s.Pooling); err != nil {
+		return Launch{}, err
+	}
+	if s.Pooling > PoolLast {
+		return Launch{}, fmt.Errorf("kernels: %s: pooling %d; the modes are %d (mean), %d (cls) and %d (last)", k.Name, s.Pooling, PoolMean, PoolCLS, PoolLast)
+	}
+	return launch([3]int{s.Tokens, 1, 1}, poolThreads, poolThreads/SIMDWidth*4,
+		values(k, map[string]uint32{"pooling": uint32(s.Pooling), "l2_normalize": b2u(s.Normalize)})...), nil
 }

@@ -8,13 +8,17 @@ import (
 
 // shapes of real models, decode and prefill: Llama 3 8B (GQA, head 128,
 // vocab 128k), Gemma 2 9B (head 256, soft-capping, window), Qwen 3 0.6B
-// (head 128, vocab 152k) and stories260K (dim 64).
+// (head 128, vocab 152k; last-token pooling, normalized, as
+// Qwen3-Embedding) and stories260K (dim 64). The pooling modes of the
+// others are what an embedding program of their shape could ask.
 var modelShapes = map[string]Shape{
-	"llama3-8b": {N: 4096, K: 4096, Dim: 4096, Vocab: 128256, Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192},
+	"llama3-8b": {N: 4096, K: 4096, Dim: 4096, Vocab: 128256, Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192,
+		Pooling: PoolMean, Normalize: true},
 	"gemma2-9b": {N: 3584, K: 14336, Dim: 3584, Vocab: 256000, Heads: 16, KVHeads: 8, HeadDim: 256, HeadDimV: 256, MaxCtx: 8192,
-		Softcap: true, Window: true, Bias: true, Factors: true},
-	"qwen3-0.6b":  {N: 151936, K: 1024, Dim: 1024, Vocab: 151936, Heads: 16, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 40960},
-	"stories260K": {N: 64, K: 64, Dim: 64, Vocab: 512, Heads: 8, KVHeads: 4, HeadDim: 8, HeadDimV: 8, MaxCtx: 512},
+		Softcap: true, Window: true, Bias: true, Factors: true, Pooling: PoolCLS},
+	"qwen3-0.6b": {N: 151936, K: 1024, Dim: 1024, Vocab: 151936, Heads: 16, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 40960,
+		Pooling: PoolLast, Normalize: true},
+	"stories260K": {N: 64, K: 64, Dim: 64, Vocab: 512, Heads: 8, KVHeads: 4, HeadDim: 8, HeadDimV: 8, MaxCtx: 512, Pooling: PoolMean},
 }
 
 // Every kernel sizes a command of every model, decode and prefill, within
@@ -115,6 +119,8 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 		{"copy_f16", Shape{Tokens: 512, Dim: 4096, LastRow: true}, Launch{Grid: [3]int{16, 1, 1}, Threadgroup: [3]int{256, 1, 1},
 			Constants: []ConstValue{{0, "last_row", ConstBool, 1}}}},
 		{"argmax_f16", Shape{Vocab: 128256}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 256, Constants: []ConstValue{}}},
+		{"pool_f16", Shape{Tokens: 32, Dim: 1024, Pooling: PoolLast, Normalize: true}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{256, 1, 1}, TGMem: 32,
+			Constants: []ConstValue{{0, "pooling", ConstUint, 3}, {1, "l2_normalize", ConstBool, 1}}}},
 	} {
 		t.Run(tc.kernel, func(t *testing.T) {
 			k, ok := Lookup(tc.kernel)
@@ -151,6 +157,8 @@ func TestGeometryRefusesShapesItCannotRun(t *testing.T) {
 		{"rope_f16", Shape{Tokens: 1, Heads: 2, HeadDim: 63}, "odd head_dim"},
 		{"flash_attention_decode_f16", Shape{Heads: 32, HeadDim: 128, HeadDimV: 128, MaxCtx: 64}, "shape.KVHeads"},
 		{"flash_attention_decode_fast_f16", Shape{Heads: 1, KVHeads: 1, HeadDim: 1024, HeadDimV: 1024, MaxCtx: 64}, "threadgroup memory"},
+		{"pool_f32", Shape{Tokens: 4, Dim: 384}, "shape.Pooling must be positive"},
+		{"pool_f16", Shape{Tokens: 4, Dim: 384, Pooling: 4}, "pooling 4; the modes are"},
 		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 64}, ""},
 	} {
 		t.Run(tc.kernel+" "+tc.want, func(t *testing.T) {

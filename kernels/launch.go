@@ -45,6 +45,9 @@ func (k *Kernel) ShapeOf(x *Extents) (Shape, error) {
 		s = Shape{Vocab: i("vocab")}
 	case OpBiasAdd, OpAdd, OpMul, OpScale, OpSoftcap, OpSiLU, OpGELU, OpSiLUGate, OpGELUGate, OpCopy, OpConvert, OpGatherRows:
 		s = Shape{Tokens: i("n_rows"), Dim: i("n_cols"), LastRow: r.on("last_row")}
+	case OpPool:
+		m, _ := r.constant("pooling")
+		s = Shape{Tokens: i("n_rows"), Dim: i("dim"), Pooling: int(min(m, 1<<31-1)), Normalize: r.on("l2_normalize")}
 	default:
 		return Shape{}, fmt.Errorf("%s: no shape recovery for op %v: %w", k.Name, k.Op, ErrLaunch)
 	}

@@ -41,6 +41,7 @@ const (
 	OpArgmax                   // ids[slot] = argmax(logits)
 	OpGumbelTopK               // logits = masked(logits)/T + Gumbel noise
 	OpGatherRows               // out[j] = x[rows[j]]: the rows of a batch that produce outputs
+	OpPool                     // out[j] = the pooled rows of input j, L2-normalized or not: an embedding per input
 	numOps
 )
 
@@ -50,7 +51,7 @@ var opNames = [numOps]string{
 	"rope", "rope_qkv_write", "head_norm_rope_kv_write", "attention_decode",
 	"attention_decode_reduce", "attention_prefill", "bias_add", "add", "mul", "scale",
 	"softcap", "silu", "gelu", "silu_gate", "gelu_gate", "copy", "convert", "argmax",
-	"gumbel_topk", "gather_rows",
+	"gumbel_topk", "gather_rows", "pool",
 }
 
 func (o Op) String() string {
@@ -150,7 +151,7 @@ type Spec struct {
 //	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows]_<act>, head_norm_rope[_neox]_kv_write[_rows]_<act>
 //	flash_attention_decode[_fast|_parallel]_<act>, flash_attention_decode_reduce_<act>
 //	flash_attention_prefill[_v2][_rows]_<act>
-//	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, ...
+//	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, ...
 //
 // <dtype> is the GGML name in lower case (q4_k). Kernels with a weight carry
 // the weight's dtype in their name and, as in the engine, say nothing of F16

@@ -47,6 +47,7 @@ func TestTheConventionSpellsEachSpecOneWay(t *testing.T) {
 		{Spec{Op: OpRoPE, Variant: NeoX, Act: dtype.F16}, "rope_neox_f16"},
 		{Spec{Op: OpAttentionDecodeReduce, Act: dtype.F16}, "flash_attention_decode_reduce_f16"},
 		{Spec{Op: OpSoftcap, Act: dtype.F32}, "softcap_f32"},
+		{Spec{Op: OpPool, Act: dtype.F32}, "pool_f32"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			got, err := tc.spec.Name()

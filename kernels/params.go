@@ -188,6 +188,18 @@ type SamplingParams struct {
 	_           uint32
 }
 
+// PoolParams is the parameter struct of pool_*: output j (j < n_rows) is
+// the rows [ranges[2j], ranges[2j+1]) of x, pooled by the pooling constant
+// (mean, first row, last row) and, with l2_normalize, divided by its L2 norm:
+// one embedding per input of a batch whose inputs are packed back to back.
+// out is F32, n_rows rows of dim, contiguous: what the host reads.
+type PoolParams struct {
+	Dim     uint32 `c:"dim"`                  // elements of a row of x and of a pooled vector
+	NRows   uint32 `c:"n_rows" patch:"batch"` // pooled vectors: the batch's inputs
+	AStride uint32 `c:"a_stride"`             // elements between consecutive rows of x (≥ dim)
+	_       uint32
+}
+
 // paramStructs lists the parameter structs in the order ShaderTypes.h
 // declares them.
 var paramStructs = []any{
@@ -201,4 +213,5 @@ var paramStructs = []any{
 	ElementwiseParams{},
 	ArgmaxParams{},
 	SamplingParams{},
+	PoolParams{},
 }

@@ -198,4 +198,17 @@ typedef struct {
 } SamplingParams;
 AKUNU_STATIC_ASSERT(sizeof(SamplingParams) == 32, "SamplingParams is 32 bytes in Go");
 
+// PoolParams is the parameter struct of pool_*: output j (j < n_rows) is
+// the rows [ranges[2j], ranges[2j+1]) of x, pooled by the pooling constant
+// (mean, first row, last row) and, with l2_normalize, divided by its L2 norm:
+// one embedding per input of a batch whose inputs are packed back to back.
+// out is F32, n_rows rows of dim, contiguous: what the host reads.
+typedef struct {
+    uint32_t dim;      //  0: elements of a row of x and of a pooled vector
+    uint32_t n_rows;   //  4: patched (batch): pooled vectors: the batch's inputs
+    uint32_t a_stride; //  8: elements between consecutive rows of x (≥ dim)
+    uint32_t _pad0;    // 12: padding
+} PoolParams;
+AKUNU_STATIC_ASSERT(sizeof(PoolParams) == 16, "PoolParams is 16 bytes in Go");
+
 #endif // AKUNU_SHADER_TYPES_H

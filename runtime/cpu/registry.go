@@ -33,6 +33,7 @@ var binders = func() map[string]binder {
 		kernels.OpArgmax:                bindArgmax,
 		kernels.OpGumbelTopK:            bindGumbel,
 		kernels.OpGatherRows:            bindElementwise,
+		kernels.OpPool:                  bindPool,
 	}
 	m := map[string]binder{}
 	for _, k := range kernels.All() {

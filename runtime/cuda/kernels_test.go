@@ -300,6 +300,15 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		s := kernels.Shape{Tokens: 1, Vocab: tVocab}
 		return kcase{s, kernels.SamplingParams{Vocab: tVocab, TopK: 40, Seed: 7, Position: 3, Temperature: 0.8, TopP: 0.9, MinP: 0.05},
 			map[string][]byte{"logits": f16s(r, tVocab, 3)}}, nil
+	case kernels.OpPool:
+		// Inputs of 1, 5 and 17 rows back to back, an empty range and a
+		// range past x (zeros); dim past one threadgroup's 256 columns.
+		const dim, as, rows = 300, 320, 23
+		ranges := u32s(0, 1, 1, 6, 6, 23, 4, 4, 22, 24)
+		n := len(ranges) / 8
+		s := kernels.Shape{Tokens: n, Dim: dim, Pooling: kernels.PoolMean, Normalize: true}
+		return kcase{s, kernels.PoolParams{Dim: dim, NRows: uint32(n), AStride: as},
+			map[string][]byte{"x": f16s(r, (rows-1)*as+dim, 2), "ranges": ranges, "out": make([]byte, 4*n*dim)}}, nil
 	}
 	return kcase{}, fmt.Errorf("no case for op %v", k.Op)
 }
@@ -370,7 +379,7 @@ func compare(t *testing.T, k *kernels.Kernel, got, want map[string][]byte, rel f
 			}
 			continue
 		}
-		f32 := name == "partials" || k.Op == kernels.OpConvert
+		f32 := name == "partials" || k.Op == kernels.OpConvert || k.Op == kernels.OpPool
 		vals := func(b []byte) []float64 {
 			var out []float64
 			if f32 {
@@ -434,6 +443,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			if k.Op == kernels.OpAttentionPrefill && k.Variant&kernels.V2 != 0 {
 				cases = append(cases, stagedPrefill(rand.New(rand.NewPCG(2, uint64(len(k.Name)))), cs))
 			}
+			if k.Op == kernels.OpPool {
+				cases = poolModes(cs)
+			}
 			for _, cs := range cases {
 				want := run(t, c, k, cs)
 				got := run(t, g, k, cs)
@@ -486,20 +498,26 @@ func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := run(t, c, k, cs)
-			if quantizedProduct(k) { // the reference the GPU is held to
-				closeWithin(t, k, out, product(t, k, cs), 2e-2)
+			cases := []kcase{cs}
+			if k.Op == kernels.OpPool {
+				cases = poolModes(cs)
 			}
-			if len(out) == 0 {
-				t.Fatal("the case binds no buffer the kernel writes")
-			}
-			for name, b := range out {
-				nonzero := false
-				for _, x := range b {
-					nonzero = nonzero || x != 0
+			for _, cs := range cases {
+				out := run(t, c, k, cs)
+				if quantizedProduct(k) { // the reference the GPU is held to
+					closeWithin(t, k, out, product(t, k, cs), 2e-2)
 				}
-				if !nonzero {
-					t.Errorf("%s: all zeros", name)
+				if len(out) == 0 {
+					t.Fatal("the case binds no buffer the kernel writes")
+				}
+				for name, b := range out {
+					nonzero := false
+					for _, x := range b {
+						nonzero = nonzero || x != 0
+					}
+					if !nonzero {
+						t.Errorf("%s: all zeros", name)
+					}
 				}
 			}
 		})
@@ -523,4 +541,18 @@ func stagedPrefill(r *rand.Rand, c kcase) kcase {
 	b := map[string][]byte{"q": f16s(r, n*tH*tHD, 1), "k_cache": c.bufs["k_cache"], "v_cache": c.bufs["v_cache"],
 		"out": make([]byte, 2*n*tH*tHD), "pos": u32s(pos...), "seq": u32s(seq...)}
 	return kcase{s, p, b}
+}
+
+// poolModes is c under every pooling mode, normalized and not (the
+// constants the compiler sets from the model's pooling type).
+func poolModes(c kcase) []kcase {
+	var out []kcase
+	for _, mode := range []int{kernels.PoolMean, kernels.PoolCLS, kernels.PoolLast} {
+		for _, norm := range []bool{false, true} {
+			v := c
+			v.shape.Pooling, v.shape.Normalize = mode, norm
+			out = append(out, v)
+		}
+	}
+	return out
 }

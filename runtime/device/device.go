@@ -97,15 +97,16 @@ func (c *Command) String() string { return fmt.Sprintf("%s (%s)", c.Label, c.Ker
 // BoundsTail reports whether kernel k reads, after its parameter struct,
 // the byte length of each of its buffers from the binding's offset
 // (kernels/gpu/bounds.h): the kernels whose rows name a KV sequence slot
-// or a source row that the host chose, which must leave alone one that
-// lies past its buffer, as their CPU twins do. Neither MSL nor CUDA gives
-// a kernel its buffers' lengths, so a GPU backend sends them: one uint64
-// per kernel slot (0 for an unbound one), after the struct.
+// or source rows that the host chose (gather_rows' rows, pool's ranges),
+// which must leave alone one that lies past its buffer, as their CPU
+// twins do. Neither MSL nor CUDA gives a kernel its buffers' lengths, so a
+// GPU backend sends them: one uint64 per kernel slot (0 for an unbound
+// one), after the struct.
 func BoundsTail(k *kernels.Kernel) bool {
 	switch k.Op {
 	case kernels.OpRoPEQKVWrite, kernels.OpHeadNormRoPEKVWrite, kernels.OpAttentionPrefill:
 		return k.Variant&kernels.Rows != 0
-	case kernels.OpGatherRows:
+	case kernels.OpGatherRows, kernels.OpPool:
 		return true
 	}
 	return false
