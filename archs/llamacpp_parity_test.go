@@ -90,6 +90,10 @@ var parityCases = []parityCase{
 	{name: "a gemma3 without a window has no sliding layers", o: &synth.Options{
 		Arch: "gemma3", Dim: 64, Layers: 7, Heads: 2, FFN: 100, Tied: true,
 	}},
+	{name: "a bert with mean pooling and BERT's epsilon", o: &synth.Options{
+		Arch: "bert", Dim: 64, Layers: 2, Heads: 4, FFN: 200,
+		Set: hparamSet(map[string]any{"pooling": 1, "norm_eps": 1e-12}),
+	}},
 	{name: "a phi3 with grouped KV heads and an odd FFN", o: &synth.Options{
 		Arch: "phi3", Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 344,
 		Set: hparamSet(map[string]any{"rope_base": 10000.0, "norm_eps": 1e-5}),
@@ -205,6 +209,12 @@ func compareHParams(h *specs.HParams, m *llamacpp.ModelInfo) []fieldPair {
 	if h.NormKind == specs.NormLayer {
 		theirEps = m.NormEps
 	}
+	theirStyle := ropeStyle(m.RopeType)
+	if h.RopeStyle == specs.RopeNone && h.Arch == "bert" {
+		// llama.cpp reports NeoX for BERT (its nomic-bert sibling rotates),
+		// but its bert graph rotates nothing: the style is moot.
+		theirStyle = string(specs.RopeNone)
+	}
 	pairs := []fieldPair{
 		{"embedding length", d(h.Dim), d(m.Embd)},
 		{"layers", d(h.Layers), d(m.Layers)},
@@ -215,7 +225,7 @@ func compareHParams(h *specs.HParams, m *llamacpp.ModelInfo) []fieldPair {
 		{"FFN per layer", perLayer(h.FFN), layers(m.FFN)},
 		{"vocab size", d(h.Vocab), d(m.Vocab)},
 		{"training context", d(h.CtxTrain), d(m.CtxTrain)},
-		{"RoPE style", string(h.RopeStyle), ropeStyle(m.RopeType)},
+		{"RoPE style", string(h.RopeStyle), theirStyle},
 		{"RoPE dims", d(h.RopeDim), d(m.Rot)},
 		{"RoPE base", fmt.Sprintf("%.1f", h.RopeBase), fmt.Sprintf("%.1f", m.FreqBase)},
 		{"norm eps (" + string(h.NormKind) + ")", fmt.Sprintf("%.1e", eps), fmt.Sprintf("%.1e", theirEps)},

@@ -13,10 +13,15 @@ type Arch struct {
 	// llama3, gemma) for models of the family that ship no
 	// tokenizer.chat_template; "" when the family has no single format.
 	ChatTemplate string
+	// Output is what the model computes: OutputLogits (a language model:
+	// the epilogue defines logits) or OutputEmbedding (an encoder: its
+	// last x, pooled; no logits, no generation).
+	Output Output
 
 	archPos      Pos
 	ropeStyle    string
 	ropeStylePos Pos
+	outputPos    Pos
 	hparams      []*hparamDecl
 	require      []*requireDecl
 	tensors      []*tensorDecl
@@ -30,6 +35,14 @@ type Arch struct {
 	tensorIx map[string]*tensorDecl
 	roles    map[string]TensorRole
 }
+
+// Output is what a spec's program computes.
+type Output string
+
+const (
+	OutputLogits    Output = "logits"
+	OutputEmbedding Output = "embedding"
+)
 
 // RopeStyle returns the spec's RoPE style.
 func (a *Arch) RopeStyle() RopeStyle { return RopeStyle(a.ropeStyle) }

@@ -28,6 +28,15 @@ func check(a *Arch, c *errs) {
 			a.ropeStyle, suggest(a.ropeStyle, []string{"norm", "neox", "none"}))
 	}
 
+	switch a.Output {
+	case "":
+		a.Output = OutputLogits
+	case OutputLogits, OutputEmbedding:
+	default:
+		c.add(ErrInvalid, a.outputPos, "output", "unknown output %q (want logits or embedding)%s",
+			a.Output, suggest(string(a.Output), []string{"logits", "embedding"}))
+	}
+
 	// Hparams: index, then type each (in dependency order, through hpType).
 	a.hp = map[string]*hpInfo{}
 	for _, d := range a.hparams {
@@ -113,7 +122,8 @@ func (ck *checker) checkGraph() {
 	if len(a.layer) == 0 {
 		ck.c.add(ErrInvalid, top, "layer", "the graph needs layer blocks")
 	}
-	if len(a.epilogue) == 0 {
+	lm := a.Output != OutputEmbedding // an encoder's epilogue is optional and defines no logits
+	if len(a.epilogue) == 0 && lm {
 		ck.c.add(ErrInvalid, top, "epilogue", "the graph needs an epilogue that defines logits")
 	}
 
@@ -137,7 +147,7 @@ func (ck *checker) checkGraph() {
 	for _, s := range a.epilogue {
 		ck.checkStmt(s, epi)
 	}
-	if len(a.epilogue) > 0 && !epi.defined["logits"] {
+	if len(a.epilogue) > 0 && lm && !epi.defined["logits"] {
 		last := a.epilogue[len(a.epilogue)-1]
 		ck.c.add(ErrInvalid, last.pos, "epilogue", "the epilogue must define logits")
 	}

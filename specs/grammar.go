@@ -88,6 +88,7 @@ type tensorAST struct {
 type flagAST struct {
 	Pos      lexer.Position
 	Optional bool     `parser:"(  @\"optional\""`
+	F32      bool     `parser:" | @\"f32\""`
 	Fallback *string  `parser:" | \"fallback\" @Ident"`
 	If       *exprAST `parser:" | \"if\" @@ )"`
 }

@@ -84,6 +84,12 @@ type HParams struct {
 	EmbedScale   float64 // 1 = none
 	AttnScale    float64 // multiplies q·k before softmax (0 = 1/sqrt(HeadDim))
 
+	// Pooling is how an embedding program pools an input's rows, as
+	// llama.cpp's llama_pooling_type numbers it: 0 none (the model makes
+	// no embedding program unless its spec's output is embedding), 1 mean,
+	// 2 CLS (the first token), 3 last, 4 rank (unsupported).
+	Pooling int
+
 	// TiedOutput is true when the logits are computed with the token
 	// embedding table (no separate output matrix in the file).
 	TiedOutput bool
@@ -157,6 +163,7 @@ var stdHParams = []stdHParam{
 	{name: "final_softcap", typ: tFloat, set: func(h *HParams, v Value) { h.FinalSoftcap = v.AsFloat() }},
 	{name: "embed_scale", typ: tFloat, set: func(h *HParams, v Value) { h.EmbedScale = v.AsFloat() }},
 	{name: "attn_scale", typ: tFloat, set: func(h *HParams, v Value) { h.AttnScale = v.AsFloat() }},
+	{name: "pooling", typ: tInt, set: func(h *HParams, v Value) { h.Pooling = asInt(v) }},
 }
 
 func stdHParamByName(name string) (*stdHParam, bool) {

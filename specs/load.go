@@ -219,6 +219,9 @@ func merge(chain []*specFile) *Arch {
 		if sf.ropeStyle != "" {
 			a.ropeStyle, a.ropeStylePos = sf.ropeStyle, sf.ropeStylePos
 		}
+		if sf.output != "" {
+			a.Output, a.outputPos = Output(sf.output), sf.outputPos
+		}
 		if sf.chatTemplate != "" {
 			a.ChatTemplate = sf.chatTemplate
 		}

@@ -24,7 +24,7 @@ const (
 	OpGelu               // out = gelu(x), tanh approximation
 	OpSoftcap            // out = cap * tanh(x / cap)
 	OpRope               // rotary position embedding, per head
-	OpAttention          // causal (or sliding-window) attention over the KV cache
+	OpAttention          // causal (or sliding-window, or non-causal) attention over the KV cache
 	OpSplit              // outs = consecutive slices of x
 )
 
@@ -116,7 +116,8 @@ func num(name string, t Type, def string) opParam {
 // so a spec that inherits base.yaml rarely spells them out.
 var ops = map[string]*opSig{
 	"embedding": {kind: OpEmbedding, pos: []opParam{tensor("table", RoleEmbedding)},
-		doc: "the rows of table for the current tokens"},
+		named: []opParam{num("ids", tString, `"tokens"`)},
+		doc:   `the rows of table for the current tokens; ids="positions": for their positions (BERT's absolute position embeddings), ids="zeros": row 0 for every token (BERT's token type "sentence A")`},
 	"rmsnorm": {kind: OpRMSNorm, pos: []opParam{value("x"), tensor("weight", RoleNorm)},
 		named: []opParam{num("eps", tFloat, "norm_eps")},
 		doc:   "x / sqrt(mean(x²) + eps) * weight"},
@@ -154,8 +155,9 @@ var ops = map[string]*opSig{
 			num("window", tInt, "0"),
 			num("head_dim", tInt, "head_dim"),
 			num("head_dim_v", tInt, "head_dim_v"),
+			num("causal", tBool, "true"),
 		},
-		doc: "softmax(softcap(scale · q·kᵀ)) · v over the cached k, v of this layer; window > 0 masks keys further back than window positions"},
+		doc: "softmax(softcap(scale · q·kᵀ)) · v over the cached k, v of this layer; window > 0 masks keys further back than window positions; causal=false lets every token of an input see all of the input (encoders)"},
 	"split": {kind: OpSplit, pos: []opParam{value("x")}, variadic: &opParam{name: "sizes", kind: pkExpr, typ: tInt},
 		doc: "consecutive slices of x, one output per size"},
 }

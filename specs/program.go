@@ -35,6 +35,11 @@ type Op struct {
 	Scale   float64 // scale: the factor; attention: multiplies q·k
 	Cap     float64 // softcap: the cap; attention: the score softcap (0 = none)
 	Window  int     // attention: 0 = causal over the whole context, else sliding window
+	// Causal: attention sees the keys up to the query's position; false:
+	// every key of the query's input (an encoder).
+	Causal bool
+	// Ids: what an embedding looks up: IdsTokens, IdsPositions, IdsZeros.
+	Ids string
 	KVLayer int     // attention: the layer whose KV cache it writes and reads
 
 	Heads    int // rope: heads in x; attention: query heads
@@ -62,8 +67,19 @@ type Program struct {
 	Prologue []Op
 	Layers   [][]Op
 	Epilogue []Op
-	Logits   ValueID
+	Logits   ValueID // -1 for an encoder (output: embedding)
+	// Embedding is the value an embedding program pools: the epilogue's
+	// "embedding" when it defines one, else x after the epilogue (a
+	// decoder's: its final norm's output, the LM head's input).
+	Embedding ValueID
 }
+
+// What an embedding op looks up, per token.
+const (
+	IdsTokens    = "tokens"
+	IdsPositions = "positions"
+	IdsZeros     = "zeros"
+)
 
 // lowering is the state of Program's construction.
 type lowering struct {
@@ -116,7 +132,14 @@ func (a *Arch) Program(hp *HParams) (*Program, error) {
 	if err := lw.c.err(); err != nil {
 		return nil, err
 	}
-	lw.p.Logits = env["logits"]
+	lw.p.Logits = -1
+	if v, ok := env["logits"]; ok {
+		lw.p.Logits = v
+	}
+	lw.p.Embedding = env["x"]
+	if v, ok := env["embedding"]; ok {
+		lw.p.Embedding = v
+	}
 	return lw.p, nil
 }
 
@@ -233,6 +256,10 @@ func (lw *lowering) lower(s *stmt, call *callNode, block string, layer int, env 
 			lw.setNum(&op, p.name, v)
 		}
 	}
+	if op.Kind == OpEmbedding && op.Ids != IdsTokens && op.Ids != IdsPositions && op.Ids != IdsZeros {
+		lw.fail(s, layer, ErrBadValue, "embedding ids=%q: want %q, %q or %q", op.Ids, IdsTokens, IdsPositions, IdsZeros)
+		return nil
+	}
 	outWidths, ok := lw.shapes(s, &op, widths, layer)
 	if !ok {
 		return nil
@@ -320,6 +347,10 @@ func (lw *lowering) setNum(op *Op, param string, v Value) {
 		op.Cap = v.AsFloat()
 	case "window":
 		op.Window = int(v.Int)
+	case "causal":
+		op.Causal = v.Bool
+	case "ids":
+		op.Ids = v.Str
 	case "head_dim":
 		op.HeadDim = int(v.Int)
 	case "head_dim_v":

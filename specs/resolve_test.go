@@ -309,7 +309,7 @@ func TestUnknownArchitectureListsTheKnownOnes(t *testing.T) {
 	if !errors.Is(err, specs.ErrUnknownArch) {
 		t.Fatalf("err = %v", err)
 	}
-	want := `no spec for general.architecture "gemma4" (did you mean gemma?); known: gemma, gemma2, gemma3, llama, phi3, qwen2, qwen3`
+	want := `no spec for general.architecture "gemma4" (did you mean gemma?); known: bert, gemma, gemma2, gemma3, llama, phi3, qwen2, qwen3`
 	if err.Error() != want {
 		t.Errorf("got  %s\nwant %s", err, want)
 	}

@@ -30,6 +30,8 @@ type specFile struct {
 	ropeStyle     string
 	ropeStylePos  Pos
 	chatTemplate  string
+	output        string
+	outputPos     Pos
 
 	hparams  []*hparamDecl // in file order; deleted entries remove inherited ones
 	require  []*requireDecl
@@ -78,6 +80,7 @@ type tensorDecl struct {
 	perLayer    bool
 	shape       []node
 	optional    bool
+	f32         bool // stored F32 whatever the file's type (llama.cpp adds it as a view)
 	fallback    string
 	fallbackPos Pos
 	cond        node
@@ -103,7 +106,7 @@ type block struct {
 }
 
 var topFields = []string{"inherit", "abstract", "architectures", "doc", "rope_style", "chat_template",
-	"hparams", "require", "tensors", "prologue", "layer", "epilogue"}
+	"output", "hparams", "require", "tensors", "prologue", "layer", "epilogue"}
 
 var reYAMLErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
@@ -153,6 +156,8 @@ func parseFile(name, file string, src []byte) (*specFile, error) {
 			sf.ropeStyle, sf.ropeStylePos = d.str(v, key), d.pos(v)
 		case "chat_template":
 			sf.chatTemplate = d.str(v, key)
+		case "output":
+			sf.output, sf.outputPos = d.str(v, key), d.pos(v)
 		case "hparams":
 			sf.hparams = d.hparams(v)
 		case "require":
@@ -424,7 +429,7 @@ func (d *decoder) tensors(n *yaml.Node) []*tensorDecl {
 			out = append(out, t)
 			continue
 		}
-		if !d.want(v, yaml.ScalarNode, p, "a declaration: NAME [SHAPE] [optional] [fallback T] [if COND]") {
+		if !d.want(v, yaml.ScalarNode, p, "a declaration: NAME [SHAPE] [optional] [f32] [fallback T] [if COND]") {
 			continue
 		}
 		if d.tensor(t, v) {
@@ -470,6 +475,8 @@ func (d *decoder) tensor(t *tensorDecl, v *yaml.Node) bool {
 		switch {
 		case f.Optional:
 			t.optional = true
+		case f.F32:
+			t.f32 = true
 		case f.Fallback != nil:
 			t.optional = true
 			t.fallback, t.fallbackPos = *f.Fallback, tail.at(f.Pos)

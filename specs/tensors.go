@@ -17,7 +17,11 @@ type Tensor struct {
 	// if any.
 	Present  bool
 	Fallback string
-	Role     TensorRole
+	// F32: the file stores it F32 whatever its other tensors' type, as
+	// llama.cpp's converters write it (BERT's token types, which llama.cpp
+	// adds as an F32 view).
+	F32  bool
+	Role TensorRole
 	Pos      Pos // the declaration
 }
 
@@ -60,7 +64,7 @@ func (a *Arch) Tensors(hp *HParams) ([]Tensor, error) {
 				return
 			}
 		}
-		t := Tensor{Name: d.pattern, Logical: d.logical, Layer: layer, Optional: d.optional, Present: true, Pos: d.pos}
+		t := Tensor{Name: d.pattern, Logical: d.logical, Layer: layer, Optional: d.optional, F32: d.f32, Present: true, Pos: d.pos}
 		if layer >= 0 {
 			t.Name = tensorName(d.pattern, layer)
 		}

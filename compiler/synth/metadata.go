@@ -102,3 +102,19 @@ func toGGUF(v specs.Value) (gguf.Value, error) {
 	}
 	return gguf.Value{}, fmt.Errorf("cannot store %s", v)
 }
+
+// has reports whether writeVocab writes the tokenizer key: every key of a
+// copied tokenizer; the standard ones of the built-in one.
+func (v *Vocab) has(key string) bool {
+	if v.copied != nil {
+		_, ok := v.copied[key]
+		return ok
+	}
+	switch key {
+	case "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+		"tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+		"tokenizer.ggml.add_bos_token", "tokenizer.chat_template":
+		return true
+	}
+	return false
+}

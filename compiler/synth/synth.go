@@ -149,6 +149,13 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 		"ctx_train":  specs.IntValue(int64(o.CtxTrain)),
 		"norm_eps":   specs.FloatValue(1e-5),
 	}
+	if arch.Output == specs.OutputEmbedding {
+		// Encoders: BERT's two token types, mean pooling and non-causal
+		// attention (dropped where the spec reads none).
+		values["token_types"] = specs.IntValue(2)
+		values["pooling"] = specs.IntValue(1)
+		values["causal"] = specs.BoolValue(false)
+	}
 	for k, val := range o.Set {
 		values[k] = val
 	}
@@ -178,7 +185,7 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	b.SetUint32("general.file_type", fileType(o.DType, o.Recipe))
 	writeVocab(b, v)
 	for _, key := range sortedKeys(md) {
-		if key == "general.architecture" || strings.HasPrefix(key, "tokenizer.") {
+		if key == "general.architecture" || strings.HasPrefix(key, "tokenizer.") && v.has(key) {
 			continue
 		}
 		gv, err := toGGUF(md[key])
@@ -250,6 +257,8 @@ func pick(t specs.Tensor, o Options) (dtype.Type, float32, float32) {
 	switch {
 	case t.Role == specs.RoleNorm:
 		return dtype.F32, 0.05, 1
+	case t.F32:
+		return dtype.F32, 1, 0
 	case t.Role == specs.RoleBias:
 		return dtype.F32, 0.02, 0
 	case len(t.Shape) < 2:
