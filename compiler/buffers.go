@@ -7,6 +7,7 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
 )
 
 // storage is where a value lives: a column offset into the rows of a
@@ -28,14 +29,22 @@ type slot struct {
 type scratchPlan struct {
 	slots   []*slot
 	byName  map[string]*slot
-	values  [][]storage // per form (graph), per value
+	values  map[*Graph][]storage // per graph, per value
 	kv      map[int][2]uint32
 	tokens  uint32
 	pos     uint32 // io.positions: each batch row's position
 	seqs    uint32 // io.seqs: each batch row's sequence slot
 	outRows uint32 // io.out_rows: the rows a batch produces outputs for
 	argmax  uint32 // io.argmax: a batch's output rows' argmax
-	logits  uint32 // io.logits, F32, out rows × vocab
+	logits  uint32 // io.logits, F32, out rows × vocab (language models)
+	// Embedding programs: io.seq_last (non-causal attention: each row's
+	// last position of its input), io.pool_ranges (a start and an end row
+	// per input), io.embeddings (F32, inputs × dim).
+	seqLast, poolRanges, embeddings uint32
+	// zeros is an io buffer of u32 zeros (the runtime zeroes it at load), a
+	// row's worth per batch row: the ids of an embedding of row 0
+	// (ids="zeros").
+	zeros uint32
 	parts   uint32 // the parallel attention's partials; valid when hasPart
 	hasPart bool
 	slots0  int // tokens slots
@@ -60,22 +69,26 @@ type scratchPlan struct {
 // bucket; io.out_rows and io.argmax a u32 per output row; io.logits the
 // output rows' vocab f32 each.
 func bufferPass(s *state) (string, error) {
-	sp := &scratchPlan{byName: map[string]*slot{}, kv: map[int][2]uint32{}}
+	sp := &scratchPlan{byName: map[string]*slot{}, kv: map[int][2]uint32{}, values: map[*Graph][]storage{}}
 	s.scratch = sp
 	actBytes := s.act.BlockBytes()
 	maxRows, maxOut := map[*Graph]int{}, map[*Graph]int{}
-	outRows := 1
+	outRows, inputs := 1, 0 // logits rows; inputs of an embedding replay
 	for _, p := range s.progs {
 		maxRows[p.g] = max(maxRows[p.g], p.rows)
 		maxOut[p.g] = max(maxOut[p.g], p.outRows)
-		outRows = max(outRows, p.outRows)
+		if p.kind == plans.KindEmbed {
+			inputs = max(inputs, p.outRows)
+		} else {
+			outRows = max(outRows, p.outRows)
+		}
 	}
 	for _, g := range s.graphs {
 		st, err := sp.allocate(g, maxRows[g], maxOut[g])
 		if err != nil {
 			return "", err
 		}
-		sp.values = append(sp.values, st)
+		sp.values[g] = st
 	}
 	p := s.plan
 	for _, sl := range sp.slots {
@@ -104,8 +117,12 @@ func bufferPass(s *state) (string, error) {
 	}
 	// KV, per layer that attends, in layer order.
 	var kvBytes uint64
-	for _, n := range s.graphs[FormDecode].Nodes {
+	nonCausal := false
+	for _, n := range s.graphs[0].Nodes {
 		a, ok := n.(*Attention)
+		if ok && a.NonCausal {
+			nonCausal = true
+		}
 		if !ok {
 			continue
 		}
@@ -142,9 +159,27 @@ func bufferPass(s *state) (string, error) {
 		sp.outRows = u32s("io.out_rows", outRows, "out_rows")
 		sp.argmax = u32s("io.argmax", outRows, "argmax")
 	}
-	vocab := uint64(s.hp.Vocab)
-	sp.logits = p.AddBuffer(plans.Buffer{Name: "io.logits", Kind: plans.BufIO, Size: 4 * vocab * uint64(outRows), DType: "f32",
-		Shape: []uint64{vocab, uint64(outRows)}, Role: "logits"})
+	if s.graph(FormDecode) != nil {
+		vocab := uint64(s.hp.Vocab)
+		sp.logits = p.AddBuffer(plans.Buffer{Name: "io.logits", Kind: plans.BufIO, Size: 4 * vocab * uint64(outRows), DType: "f32",
+			Shape: []uint64{vocab, uint64(outRows)}, Role: "logits"})
+	}
+	for _, g := range s.graphs {
+		for _, n := range g.Nodes {
+			if e, ok := n.(*Embed); ok && e.Ids == specs.IdsZeros && sp.zeros == 0 {
+				sp.zeros = u32s("io.zeros", slices.Max(s.buckets), "zeros")
+			}
+		}
+	}
+	if g := s.graph(FormEmbed); g != nil {
+		if nonCausal {
+			sp.seqLast = u32s("io.seq_last", slices.Max(s.buckets), "seq_last")
+		}
+		sp.poolRanges = u32s("io.pool_ranges", 2*inputs, "pool_ranges")
+		dim := uint64(g.Values[g.Nodes[len(g.Nodes)-1].base().In[0]].Width)
+		sp.embeddings = p.AddBuffer(plans.Buffer{Name: "io.embeddings", Kind: plans.BufIO, Size: 4 * dim * uint64(inputs), DType: "f32",
+			Shape: []uint64{dim, uint64(inputs)}, Role: "embeddings"})
+	}
 	var scratchBytes uint64
 	for _, sl := range sp.slots {
 		scratchBytes += uint64(sl.elems * actBytes)

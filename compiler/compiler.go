@@ -37,9 +37,36 @@ type Options struct {
 	// template the chat engine cannot parse would refuse the compile;
 	// without one, akunu chat uses --template or plain turns.
 	NoTemplate bool
+	// Pooling overrides the model's pooling_type for the embedding
+	// program: PoolMean, PoolCLS or PoolLast; PoolNone leaves a decoder's
+	// embedding program out; 0 takes the file's (a decoder whose file names
+	// none gets no embedding program).
+	Pooling int
 	// Verbose, when set, receives one line per pass: its name, its time and
 	// a one-line summary.
 	Verbose io.Writer
+}
+
+// Pooling types, as llama.cpp's llama_pooling_type numbers them (PoolNone
+// is -1 here, so that 0 can mean "the file's").
+const (
+	PoolNone = -1
+	PoolMean = 1
+	PoolCLS  = 2
+	PoolLast = 3
+)
+
+// PoolingName names a pooling type: "mean", "cls", "last", or "none".
+func PoolingName(p int) string {
+	switch p {
+	case PoolMean:
+		return "mean"
+	case PoolCLS:
+		return "cls"
+	case PoolLast:
+		return "last"
+	}
+	return "none"
 }
 
 // Errors callers can test with errors.Is. Spec errors (specs.ErrUnknownArch,
@@ -102,7 +129,8 @@ type state struct {
 	act     dtype.Type // activation dtype: F16 (GPU) or F32 (CPU)
 	ctx     int        // the plan's maximum context
 	tensors map[string]*gguf.TensorInfo
-	graphs  []*Graph // one per program form (forms)
+	graphs  []*Graph // one per program form, in Form order
+	pooling int      // the embedding program's pooling type; 0 without one
 
 	// layout, buffers, emit
 	plan    *plans.Plan

@@ -6,6 +6,7 @@ import (
 
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
 )
 
 // Sampling defaults written into the sampled program's gumbel_topk
@@ -35,7 +36,7 @@ func emitPass(s *state) (string, error) {
 	}
 	total := 0
 	for _, pr := range s.progs {
-		e := &emitter{s: s, p: pr, st: s.scratch.values[pr.g.Form]}
+		e := &emitter{s: s, p: pr, st: s.scratch.values[pr.g]}
 		for i, n := range pr.g.Nodes {
 			if err := e.node(n, pr.kernels[i]); err != nil {
 				return "", fmt.Errorf("%s %s: %w", pr.name, n.base().Label, err)
@@ -46,11 +47,12 @@ func emitPass(s *state) (string, error) {
 		total += len(e.cmds)
 	}
 	var read uint64
-	for _, c := range p.Programs[0].Commands {
+	first := &p.Programs[0]
+	for _, c := range first.Commands {
 		read += c.BytesRead
 	}
-	return fmt.Sprintf("%d programs, %d commands, %d pipelines; decode: %d commands, %d bytes read per token",
-		len(p.Programs), total, len(p.Pipelines), len(p.Programs[0].Commands), read), nil
+	return fmt.Sprintf("%d programs, %d commands, %d pipelines; %s: %d commands, %d bytes read per replay",
+		len(p.Programs), total, len(p.Pipelines), first.Name, len(first.Commands), read), nil
 }
 
 type emitter struct {
@@ -220,9 +222,19 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		rows, w := e.p.rowsOf(out), g.Values[out].Width
 		t := s.tensors[n.Table]
 		rowBytes, _ := t.Type.RowBytes(int64(t.Dims[0]))
+		ids := e.whole(s.scratch.tokens)
+		switch n.Ids {
+		case specs.IdsPositions:
+			if !e.p.batch() {
+				return fmt.Errorf("%w: an embedding of positions in a one-token program", ErrUnsupported)
+			}
+			ids = bref{buf: s.scratch.pos, len: 4 * uint64(e.p.rows)}
+		case specs.IdsZeros:
+			ids = bref{buf: s.scratch.zeros, len: 4 * uint64(e.p.rows)}
+		}
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Dim: w},
 			kernels.EmbeddingParams{Dim: uint32(w), Vocab: uint32(t.Dims[1]), NTokens: uint32(rows), Scale: float32(n.Scale), OutStride: e.stride(out)},
-			map[string]bref{"table": e.weight(n.Table), "ids": e.whole(s.scratch.tokens), "out": e.act(out)},
+			map[string]bref{"table": e.weight(n.Table), "ids": ids, "out": e.act(out)},
 			e.class(out), uint64(rows)*(uint64(rowBytes)+4))
 	case *Norm:
 		x, out := b.In[0], b.Out[0]
@@ -303,6 +315,14 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		sh := attnShape(s, e.p, n)
 		read := e.actRead(q) + e.whole(kv[0]).len + e.whole(kv[1]).len
 		binds := e.rows(map[string]bref{"q": e.act(q), "k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1]), "out": e.act(out)})
+		if n.NonCausal {
+			// Each row attends up to its input's last position rather
+			// than its own: the same kernel, another position buffer.
+			if !e.p.batch() || s.scratch.seqLast == 0 {
+				return fmt.Errorf("%w: non-causal attention outside an embedding program", ErrUnsupported)
+			}
+			binds["pos"] = bref{buf: s.scratch.seqLast, len: 4 * uint64(e.p.rows)}
+		}
 		if len(ks) == 2 {
 			binds["partials"] = e.whole(s.scratch.parts)
 			if err := e.emit(n, ks[0], sh, prm, binds, e.class(q), read); err != nil {
@@ -403,6 +423,12 @@ func (e *emitter) tail(n *Tail, k *kernels.Kernel) error {
 		return e.emit(n, k, kernels.Shape{Vocab: w},
 			kernels.SamplingParams{Vocab: uint32(w), TopK: defaultTopK, Temperature: defaultTemperature, TopP: defaultTopP, MinP: defaultMinP},
 			map[string]bref{"logits": e.act(in)}, rowsFixed, e.actRead(in))
+	case TailPool:
+		inputs := e.p.outRows
+		return e.emit(n, k, kernels.Shape{Tokens: inputs, Dim: w, Pooling: n.Pooling, Normalize: true},
+			kernels.PoolParams{Dim: uint32(w), NRows: uint32(inputs), AStride: e.stride(in)},
+			map[string]bref{"x": e.act(in), "ranges": {buf: s.scratch.poolRanges, len: 8 * uint64(inputs)},
+				"out": {buf: s.scratch.embeddings, len: 4 * uint64(inputs*w)}}, rowsOut, e.actRead(in))
 	case TailArgmax:
 		ids := e.whole(s.scratch.tokens)
 		if e.p.batch() {

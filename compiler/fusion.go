@@ -25,12 +25,12 @@ func fusePass(s *state) (string, error) {
 	counts := map[string]int{}
 	for _, g := range s.graphs {
 		n := fuse(s, g, rules)
-		if g.Form == FormDecode {
+		if g == s.graphs[0] {
 			counts = n
 		}
 		for _, nd := range g.Nodes {
 			if a, ok := nd.(*Attention); ok && !a.Cached {
-				return "", fmt.Errorf("%s: %w: no rule writes its KV cache (attention needs rope on q and k)", a.Label, ErrUnsupported)
+				return "", fmt.Errorf("%s: %w: no rule writes its KV cache", a.Label, ErrUnsupported)
 			}
 		}
 	}
@@ -40,7 +40,7 @@ func fusePass(s *state) (string, error) {
 			parts = append(parts, fmt.Sprintf("%s×%d", r.Name, counts[r.Name]))
 		}
 	}
-	return fmt.Sprintf("decode: %d nodes; %s", len(s.graphs[0].Nodes), strings.Join(parts, " ")), nil
+	return fmt.Sprintf("%s: %d nodes; %s", s.graphs[0].Form, len(s.graphs[0].Nodes), strings.Join(parts, " ")), nil
 }
 
 // fuse rewrites g to a fixpoint: each rule in file order over every node,
@@ -215,13 +215,21 @@ func (c *fuseCtx) valid(m *match, repl []Node) bool {
 	for _, n := range repl {
 		b := n.base()
 		for _, v := range b.In {
-			d := c.ix.def[v]
-			if !defined[v] && (d < 0 || m.has(d) || d > m.root) {
+			if defined[v] {
+				continue
+			}
+			if int(v) >= len(c.ix.def) {
+				return false // a new value no node of repl defines
+			}
+			if d := c.ix.def[v]; d < 0 || m.has(d) || d > m.root {
 				return false
 			}
 		}
 		for _, v := range b.Out {
 			defined[v] = true
+			if int(v) >= len(c.ix.uses) {
+				continue // a value the rewrite made: no one reads it yet
+			}
 			for _, u := range c.ix.uses[v] {
 				if !m.has(u) && u < m.root {
 					return false
@@ -242,9 +250,9 @@ type condDef struct {
 // ruleConds are the conditions of fusion.rules.
 var ruleConds = map[string]condDef{
 	"decode": {false, "the graph is a one-token program (decode, sampled)",
-		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.g.Form != FormBatch }},
-	"batch": {false, "the graph is a prefill batch",
-		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.g.Form == FormBatch }},
+		func(c *fuseCtx, _ *match, _ ValueID) bool { return !c.g.Form.Batched() }},
+	"batch": {false, "the graph is a batch (prefill, or an embedding program)",
+		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.g.Form.Batched() }},
 	"fuse_weights": {false, "the chip's tuning fuses weights (tuning.fuse_weights)",
 		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.s != nil && c.s.tuning.FuseWeights }},
 	"same_weights": {false, "the matmuls the root reads are single weights of one dtype and K, all with a bias or none",
@@ -357,14 +365,34 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 				norms = append(norms, n)
 			}
 		}
-		q, k := ropes[0], ropes[1]
-		if q.RopeArgs != k.RopeArgs {
-			return nil
-		}
-		rk := &RopeKV{Base: Base{Layer: at.Layer, Label: ruleLabel(m, at.Layer, at.Label)}, RopeArgs: q.RopeArgs,
+		rk := &RopeKV{Base: Base{Layer: at.Layer, Label: ruleLabel(m, at.Layer, at.Label)},
 			Heads: at.Heads, KVHeads: at.KVHeads, HeadDim: at.HeadDim, HeadDimV: at.HeadDimV, KVLayer: at.KVLayer}
 		rk.In = []ValueID{m.vars["q"], m.vars["k"], m.vars["v"]}
-		rk.Out = []ValueID{q.Out[0]}
+		switch len(ropes) {
+		case 2:
+			q, k := ropes[0], ropes[1]
+			if q.RopeArgs != k.RopeArgs {
+				return nil
+			}
+			rk.RopeArgs, rk.Out = q.RopeArgs, []ValueID{q.Out[0]}
+		case 0:
+			// No RoPE (an encoder's absolute positions): rope_dim 0
+			// rotates nothing, and q goes through to a new value. A q or
+			// k that a rope made is rope_kv's, never written unrotated.
+			for _, v := range rk.In[:2] {
+				if d := c.ix.def[v]; d >= 0 {
+					if _, ok := c.node(d).(*Rope); ok {
+						return nil
+					}
+				}
+			}
+			q := c.g.Values[m.vars["q"]]
+			q.Name = ""
+			c.g.Values = append(c.g.Values, q)
+			rk.Out = []ValueID{ValueID(len(c.g.Values) - 1)}
+		default:
+			return nil
+		}
 		if len(norms) == 2 {
 			if norms[0].Eps != norms[1].Eps {
 				return nil
@@ -372,7 +400,7 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 			rk.QNorm, rk.KNorm, rk.Eps = norms[0].Weight, norms[1].Weight, norms[0].Eps
 		}
 		at.Cached = true
-		at.In = []ValueID{q.Out[0]}
+		at.In = []ValueID{rk.Out[0]}
 		at.fired = 0
 		return []Node{rk, &at}
 	},

@@ -16,11 +16,12 @@ import (
 // target's core count is fixed so that goldens do not depend on the machine.
 var goldenChips = []string{"m1", "m3-pro", "m4-max", "cpu-avx2:8"}
 
-// goldenProgram keeps a golden short: decode, sampled and the batch bucket
-// of 8 rows; the other buckets differ from it only in rows and in the
-// kernels that depend on them (TestBatchBuckets covers those).
+// goldenProgram keeps a golden short: decode, sampled and the batch (or
+// embedding) bucket of 8 rows; the other buckets differ from it only in
+// rows and in the kernels that depend on them (TestBatchBuckets covers
+// those).
 func goldenProgram(name string) bool {
-	return name == plans.ProgDecode || name == plans.ProgSampled || name == plans.BatchName(8)
+	return name == plans.ProgDecode || name == plans.ProgSampled || name == plans.BatchName(8) || name == plans.EmbedName(8)
 }
 
 func TestGoldenPlans(t *testing.T) {
@@ -39,6 +40,9 @@ func TestGoldenPlans(t *testing.T) {
 		{"gemma3-q4_0", func() string {
 			return synthModel(t, dir, synth.Options{Arch: "gemma3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 1, HeadDim: 64, FFN: 512, DType: dtype.Q4_0, Tied: true, Seed: 7})
 		}},
+		{"bert-f16", func() string {
+			return synthModel(t, dir, synth.Options{Arch: "bert", Dim: 256, Layers: 2, Heads: 4, FFN: 512, DType: dtype.F16, Seed: 7})
+		}},
 	}
 	for _, m := range models {
 		t.Run(m.name, func(t *testing.T) {
@@ -54,7 +58,11 @@ func TestGoldenPlans(t *testing.T) {
 					}
 				}
 				var b bytes.Buffer
-				fmt.Fprintf(&b, "# %s compiled for %s, ctx 256; programs decode, sampled, prefill.8 of %d\n", m.name, c, len(p.Programs))
+				var names []string
+				for _, pr := range short.Programs {
+					names = append(names, pr.Name)
+				}
+				fmt.Fprintf(&b, "# %s compiled for %s, ctx 256; programs %s of %d\n", m.name, c, strings.Join(names, ", "), len(p.Programs))
 				if err := short.RenderWith(&b, plans.RenderOptions{Params: kernels.ParamFields}); err != nil {
 					t.Fatal(err)
 				}

@@ -27,9 +27,17 @@ const (
 	// with its own position and sequence slot; logits for the rows the
 	// runtime lists (gathered before the LM head).
 	FormBatch
+	// FormEmbed: a batch's rows as in FormBatch, packed inputs each in a
+	// sequence slot of its own, without the LM head: the last hidden
+	// states pooled per input (pool) into the io buffer the host reads.
+	FormEmbed
 )
 
-func (f Form) String() string { return [...]string{"decode", "sampled", "batch"}[f] }
+func (f Form) String() string { return [...]string{"decode", "sampled", "batch", "embed"}[f] }
+
+// Batched reports whether the form's rows each have their own position
+// and sequence slot (batch and embed).
+func (f Form) Batched() bool { return f == FormBatch || f == FormEmbed }
 
 // Value is one activation: Width elements per row.
 type Value struct {
@@ -76,11 +84,13 @@ type Node interface {
 	node()
 }
 
-// Embed looks up the current tokens' rows of Table, times Scale (1: none).
+// Embed looks up the rows of Table for the current tokens (or, with Ids,
+// their positions, or row 0 for every token), times Scale (1: none).
 type Embed struct {
 	Base
 	Table string
 	Scale float64
+	Ids   string // specs.IdsTokens, IdsPositions or IdsZeros
 }
 
 // Norm is rmsnorm or layernorm of In[0]; with Residual, In = [d, x]: x += d
@@ -177,6 +187,9 @@ type Attention struct {
 	Window            int
 	KVLayer           int
 	Cached            bool
+	// NonCausal: each row sees every key of its input (its sequence's rows
+	// of this batch), not only those up to its position.
+	NonCausal bool
 }
 
 // RopeKV rotates q (In[0]) and k (In[1]), writes k and v (In[2]) into the
@@ -204,12 +217,15 @@ const (
 	TailToHost = "to_host" // the logits, F32, into the io buffer the host reads
 	TailSample = "sample"  // Gumbel-max noise on the logits, in place
 	TailArgmax = "argmax"  // the next token id into the token slot
+	TailPool   = "pool"    // each input's rows pooled and L2-normalized, F32, into the io buffer the host reads (embed)
 )
 
 // Tail is one of the ops that end a program.
 type Tail struct {
 	Base
 	Op string
+	// Pooling (pool): llama.cpp's llama_pooling_type, 1 mean, 2 CLS, 3 last.
+	Pooling int
 }
 
 func (*Embed) node()       {}
@@ -254,7 +270,7 @@ func (n *MatMul) Kind() string {
 var nodeKinds = []string{
 	"embedding", "rmsnorm", "layernorm", "residual_rmsnorm", "residual_layernorm", "head_rmsnorm",
 	"matmul", "matmul_silu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
-	"rope", "rope_kv_write", "attention", "split", TailGather, TailToHost, TailSample, TailArgmax,
+	"rope", "rope_kv_write", "attention", "split", TailGather, TailToHost, TailSample, TailArgmax, TailPool,
 }
 
 // String renders a node on one line, for tests and -v dumps:

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -80,13 +81,60 @@ func lowerPass(s *state) (string, error) {
 	}
 	s.buckets = batchBuckets(s.tuning.PrefillChunk, s.ctx)
 
+	forms, err := s.forms()
+	if err != nil {
+		return "", err
+	}
 	s.graphs = nil
-	for _, f := range []Form{FormDecode, FormSampled, FormBatch} {
-		s.graphs = append(s.graphs, lower(s.prog, f))
+	for _, f := range forms {
+		s.graphs = append(s.graphs, lower(s.prog, f, s.pooling))
 	}
 	g := s.graphs[0]
-	return fmt.Sprintf("%s (%s): %d layers, %d nodes per token, ctx %d, %s activations, batch buckets %v",
-		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), s.ctx, strings.ToLower(s.act.String()), s.buckets), nil
+	pool := ""
+	if s.pooling != 0 {
+		pool = ", " + PoolingName(s.pooling) + " pooling"
+	}
+	return fmt.Sprintf("%s (%s): %d layers, %d nodes per %s, ctx %d, %s activations, batch buckets %v%s",
+		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), map[bool]string{true: "token", false: "row"}[g.Form == FormDecode],
+		s.ctx, strings.ToLower(s.act.String()), s.buckets, pool), nil
+}
+
+// forms are the program forms the model compiles to: decode, sampled and
+// batch for a language model, with embed when it pools (its file's
+// pooling_type, or Options.Pooling); embed alone for an encoder (spec
+// output: embedding), which must pool. It sets s.pooling.
+func (s *state) forms() ([]Form, error) {
+	s.pooling = s.hp.Pooling
+	if s.opts.Pooling != 0 {
+		s.pooling = s.opts.Pooling
+	}
+	if s.pooling == PoolNone {
+		s.pooling = 0
+	}
+	encoder := s.arch.Output == specs.OutputEmbedding
+	switch {
+	case s.pooling == 4:
+		return nil, fmt.Errorf("%w: pooling_type 4 (rank: a reranker's classifier head) is not supported; --pooling mean, cls or last embeds", ErrUnsupported)
+	case s.pooling < 0 || s.pooling > 4:
+		return nil, fmt.Errorf("%w: pooling type %d (want 1 mean, 2 cls or 3 last)", ErrOptions, s.pooling)
+	case encoder && s.pooling == 0:
+		return nil, fmt.Errorf("%w: %s is an embedding model and needs a pooling: its file's pooling_type (it has none), or --pooling mean, cls or last", ErrUnsupported, s.hp.Arch)
+	case encoder:
+		return []Form{FormEmbed}, nil
+	case s.pooling != 0:
+		return []Form{FormDecode, FormSampled, FormBatch, FormEmbed}, nil
+	}
+	return []Form{FormDecode, FormSampled, FormBatch}, nil
+}
+
+// graph is the graph of form f, or nil when the model has none.
+func (s *state) graph(f Form) *Graph {
+	for _, g := range s.graphs {
+		if g.Form == f {
+			return g
+		}
+	}
+	return nil
 }
 
 // batchBuckets are the row counts batch programs are compiled for: 4, 8,
@@ -110,8 +158,9 @@ func batchBuckets(chunk, ctx int) []int {
 	return out
 }
 
-// lower turns a spec program into a graph of form f.
-func lower(p *specs.Program, f Form) *Graph {
+// lower turns a spec program into a graph of form f; an embed graph pools
+// with pooling.
+func lower(p *specs.Program, f Form, pooling int) *Graph {
 	g := &Graph{Form: f, Layers: len(p.Layers)}
 	for _, v := range p.Values {
 		g.Values = append(g.Values, Value{Name: v.Name, Width: v.Width, Layer: v.Layer})
@@ -131,8 +180,15 @@ func lower(p *specs.Program, f Form) *Graph {
 	}
 	ops = append(ops, p.Epilogue...)
 	lmHead := true // the epilogue's first matmul is the LM head
+	skip := map[ValueID]bool{} // embed: the LM head's output and what follows from it
 	for _, op := range ops {
 		b := Base{Layer: op.Layer, Label: label(op, &lmHead), In: clone(op.In), Out: clone(op.Out)}
+		if f == FormEmbed && (b.Label == "logits" || slices.ContainsFunc(op.In, func(v ValueID) bool { return skip[v] })) {
+			for _, o := range op.Out {
+				skip[o] = true
+			}
+			continue
+		}
 		if f == FormBatch && op.Kind == specs.OpMatmul && b.Label == "logits" {
 			// A batch computes the logits of the rows asked for only.
 			rows := newValue(op.In[0])
@@ -151,7 +207,7 @@ func lower(p *specs.Program, f Form) *Graph {
 		}
 		switch op.Kind {
 		case specs.OpEmbedding:
-			add(&Embed{Base: b, Table: op.Weight, Scale: 1})
+			add(&Embed{Base: b, Table: op.Weight, Scale: 1, Ids: op.Ids})
 		case specs.OpRMSNorm, specs.OpLayerNorm:
 			add(&Norm{Base: b, LN: op.Kind == specs.OpLayerNorm, Weight: op.Weight, Bias: op.Bias, Eps: op.Eps})
 		case specs.OpHeadRMSNorm:
@@ -185,12 +241,16 @@ func lower(p *specs.Program, f Form) *Graph {
 				Dim: op.RopeDim, Factors: op.RopeFactors, LongFactors: op.RopeLongFactors}, Heads: op.Heads, HeadDim: op.HeadDim})
 		case specs.OpAttention:
 			add(&Attention{Base: b, Heads: op.Heads, KVHeads: op.KVHeads, HeadDim: op.HeadDim, HeadDimV: op.HeadDimV,
-				Scale: op.Scale, Softcap: op.Cap, Window: op.Window, KVLayer: op.KVLayer})
+				Scale: op.Scale, Softcap: op.Cap, Window: op.Window, KVLayer: op.KVLayer, NonCausal: !op.Causal})
 		case specs.OpSplit:
 			add(&Split{Base: b, Sizes: clone(op.Sizes)})
 		default:
 			panic(fmt.Sprintf("compiler: lower: op %v has no lowering", op.Kind))
 		}
+	}
+	if f == FormEmbed {
+		add(&Tail{Base: Base{Layer: -1, Label: "pool", In: []ValueID{p.Embedding}}, Op: TailPool, Pooling: pooling})
+		return g
 	}
 	tail := func(op string, label string) {
 		add(&Tail{Base: Base{Layer: -1, Label: label, In: []ValueID{p.Logits}}, Op: op})

@@ -32,8 +32,9 @@ func (p *program) rowsOf(v ValueID) int {
 }
 
 // batch reports whether p is a batch program: rows with positions and
-// sequence slots of their own, outputs for the rows listed.
-func (p *program) batch() bool { return p.kind == plans.KindBatch }
+// sequence slots of their own, outputs for the rows listed (or, embedding,
+// for the inputs pooled).
+func (p *program) batch() bool { return p.kind == plans.KindBatch || p.kind == plans.KindEmbed }
 
 // selectPass picks the kernels of every program.
 //
@@ -47,13 +48,23 @@ func (p *program) batch() bool { return p.kind == plans.KindBatch }
 // slot. A weight type without a kernel fails naming the tensor, wrapping
 // kernels.ErrNoKernel.
 func selectPass(s *state) (string, error) {
-	s.progs = []*program{
-		{name: plans.ProgDecode, kind: plans.KindDecode, g: s.graphs[FormDecode], rows: 1, outRows: 1},
-		{name: plans.ProgSampled, kind: plans.KindSampled, g: s.graphs[FormSampled], rows: 1, outRows: 1},
+	s.progs = nil
+	if g := s.graph(FormDecode); g != nil {
+		s.progs = append(s.progs, &program{name: plans.ProgDecode, kind: plans.KindDecode, g: g, rows: 1, outRows: 1},
+			&program{name: plans.ProgSampled, kind: plans.KindSampled, g: s.graph(FormSampled), rows: 1, outRows: 1})
 	}
-	for _, b := range s.buckets {
-		s.progs = append(s.progs, &program{name: plans.BatchName(uint32(b)), kind: plans.KindBatch, g: s.graphs[FormBatch],
-			rows: b, outRows: min(b, max(s.tuning.OutRows, 1))})
+	if g := s.graph(FormBatch); g != nil {
+		for _, b := range s.buckets {
+			s.progs = append(s.progs, &program{name: plans.BatchName(uint32(b)), kind: plans.KindBatch, g: g,
+				rows: b, outRows: min(b, max(s.tuning.OutRows, 1))})
+		}
+	}
+	// An embedding replay packs up to one input per sequence slot.
+	if g := s.graph(FormEmbed); g != nil {
+		for _, b := range s.buckets {
+			s.progs = append(s.progs, &program{name: plans.EmbedName(uint32(b)), kind: plans.KindEmbed, g: g,
+				rows: b, outRows: min(b, max(s.tuning.MaxSeqs, 1))})
+		}
 	}
 	distinct := map[string]bool{}
 	for _, p := range s.progs {
@@ -210,6 +221,8 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 			return s.find(kernels.Spec{Op: kernels.OpGumbelTopK})
 		case TailArgmax:
 			return s.find(kernels.Spec{Op: kernels.OpArgmax})
+		case TailPool:
+			return s.find(kernels.Spec{Op: kernels.OpPool})
 		}
 	}
 	return nil, fmt.Errorf("%s: %w: no kernel for %s", n.base().Label, ErrUnsupported, n.Kind())

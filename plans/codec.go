@@ -41,8 +41,14 @@ const (
 // the version that added it, and a plan that does not use the new kind
 // stays readable by older runtimes. Format 2 added batch programs, the seq
 // and out_count patch kinds, KV caches of several sequence slots and
-// repacked weights: a plan that has any of them needs 2.
+// repacked weights: a plan that has any of them needs 2. Format 4 added
+// embedding programs: a plan with one needs 4.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Programs {
+		if p.Programs[i].Kind == KindEmbed {
+			return 4
+		}
+	}
 	if p.Header.Target.Tuning.MaxSeqs > 1 {
 		return 2
 	}

@@ -14,6 +14,7 @@ const (
 	ProgSampled   = "sampled" // decode with the Gumbel-max sampling kernel before argmax
 	PrefillPrefix = "prefill."
 	BatchPrefix   = "batch."
+	EmbedPrefix   = "embed."
 )
 
 // PrefillName is the name of the prefill program for batch-size bucket n.
@@ -21,6 +22,9 @@ func PrefillName(n uint32) string { return PrefillPrefix + strconv.FormatUint(ui
 
 // BatchName is the name of the batch program for bucket n.
 func BatchName(n uint32) string { return BatchPrefix + strconv.FormatUint(uint64(n), 10) }
+
+// EmbedName is the name of the embedding program for bucket n.
+func EmbedName(n uint32) string { return EmbedPrefix + strconv.FormatUint(uint64(n), 10) }
 
 // ProgramKind says what a program computes and how a runtime replays it.
 // The set is closed: a runtime picks its programs by kind, and a kind added
@@ -43,11 +47,20 @@ const (
 	// "out_rows". One program shape serves a prefill chunk, a decode step
 	// of many sequences and a speculative verify pass.
 	KindBatch
+	// KindEmbed (format 4): up to Batch rows as in KindBatch, holding up to
+	// OutRows inputs packed back to back, each in a sequence slot of its
+	// own (io "seqs"), its rows at positions 0, 1, ...; attention of a
+	// non-causal model reads each row's sequence up to io "seq_last"
+	// instead of its position. No logits: the last hidden states of each
+	// input are pooled over the rows io "pool_ranges" gives (a start and
+	// an end row per input), L2-normalized, into io "embeddings" (F32,
+	// OutRows × dim).
+	KindEmbed
 
 	programKindEnd
 )
 
-var programKindNames = [...]string{"", "decode", "sampled", "prefill", "batch"}
+var programKindNames = [...]string{"", "decode", "sampled", "prefill", "batch", "embed"}
 
 func (k ProgramKind) String() string {
 	if k > 0 && k < programKindEnd {

@@ -13,7 +13,7 @@ func (v *validator) programs() {
 		return
 	}
 	seen := map[string]bool{}
-	decodes := 0
+	decodes, embeds := 0, 0
 	for i := range p.Programs {
 		pr := &p.Programs[i]
 		where := fmt.Sprintf("program %d %q", i, pr.Name)
@@ -51,6 +51,14 @@ func (v *validator) programs() {
 			if pr.OutRows < 1 || pr.OutRows > pr.Batch {
 				v.add("%s: %d output rows; a batch program of %d rows has 1 to %d", where, pr.OutRows, pr.Batch, pr.Batch)
 			}
+		case KindEmbed:
+			if pr.Name != EmbedName(pr.Batch) {
+				v.add("%s: an embedding program of %d rows is named %q", where, pr.Batch, EmbedName(pr.Batch))
+			}
+			if pr.OutRows < 1 || pr.OutRows > pr.Batch {
+				v.add("%s: %d inputs; an embedding program of %d rows takes 1 to %d", where, pr.OutRows, pr.Batch, pr.Batch)
+			}
+			embeds++
 		}
 		if len(pr.Commands) == 0 || len(pr.Commands) > MaxCommands {
 			v.add("%s: %d commands; a program has 1 to %d", where, len(pr.Commands), MaxCommands)
@@ -60,8 +68,10 @@ func (v *validator) programs() {
 			v.command(pr, j)
 		}
 	}
-	if decodes != 1 {
-		v.add("programs: %d decode programs; a plan has one", decodes)
+	// A language model has one decode program; an encoder (embedding
+	// programs only) has none.
+	if decodes > 1 || decodes == 0 && embeds == 0 {
+		v.add("programs: %d decode programs; a plan has one (or embedding programs only)", decodes)
 	}
 }
 

@@ -99,7 +99,7 @@ func TestValidate(t *testing.T) {
 		{"an empty label", func(p *Plan) { cmd(p, "decode", 4).Label = "" },
 			"decode[4] : label: 0 bytes; a label has 1 to 256"},
 		// Programs.
-		{"no decode program", func(p *Plan) { p.Programs = p.Programs[1:] }, `programs: 0 decode programs; a plan has one`},
+		{"no decode program", func(p *Plan) { p.Programs = p.Programs[1:] }, `programs: 0 decode programs; a plan has one (or embedding programs only)`},
 		{"two programs of one name", func(p *Plan) { p.Programs[1].Name = "decode" },
 			`program 1 "decode": a second program of that name`},
 		{"a decode batch", func(p *Plan) { p.Programs[1].Batch = 2 },
@@ -111,7 +111,7 @@ func TestValidate(t *testing.T) {
 		{"more output rows than rows", func(p *Plan) { p.Programs[2].OutRows = 9 },
 			`program 2 "batch.8": 9 output rows; a batch program of 8 rows has 1 to 8`},
 		{"an unknown program kind", func(p *Plan) { p.Programs[2].Kind = 9 },
-			`program 2 "batch.8": unknown program kind 9; this runtime knows 4`},
+			`program 2 "batch.8": unknown program kind 9; this runtime knows 5`},
 		{"a program of no kind", func(p *Plan) { p.Programs[2].Kind, p.Programs[2].Name = 0, "embed" },
 			`program 2 "embed": no kind, and the name says none (decode, sampled, prefill.N)`},
 		{"an empty program", func(p *Plan) { p.Programs[1].Commands = nil },

@@ -18,7 +18,7 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "compile",
 		Summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
-		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [--no-template] [-v]",
+		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [--no-template] [--pooling mean|cls|last|none] [-v]",
 		Run:     runCompile,
 	})
 }
@@ -31,6 +31,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 	maxCtx := fs.Int("ctx", 0, "maximum context the plan holds (default: the model's training context, at most 4096)")
 	verbose := fs.Bool("v", false, "print each compiler pass and its time")
 	noTemplate := fs.Bool("no-template", false, "leave the model's chat template out of the plan (one the chat engine cannot parse refuses the compile); akunu chat then takes --template or talks in plain turns")
+	pooling := fs.String("pooling", "", "embeddings: how an input's rows are pooled, mean, cls or last, overriding the file's pooling_type (none: no embedding program for a decoder whose file names one); a decoder compiled with one gets an embedding program beside its decode programs")
 	sampledOnly := fs.Bool("sampled-sums-only", false, "record only sampled weight sums, not every byte's: compiles without reading the whole model, but akunu verify-model cannot check the plan")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
@@ -40,6 +41,10 @@ func runCompile(ctx *cli.Context, args []string) error {
 		return fmt.Errorf("%w: want one model file, got %d arguments", cli.ErrUsage, len(pos))
 	}
 	model := pos[0]
+	pool, ok := map[string]int{"": 0, "none": compiler.PoolNone, "mean": compiler.PoolMean, "cls": compiler.PoolCLS, "last": compiler.PoolLast}[*pooling]
+	if !ok {
+		return fmt.Errorf("%w: --pooling %q: want mean, cls, last or none", cli.ErrUsage, *pooling)
+	}
 	if *out == "" {
 		*out = strings.TrimSuffix(model, filepath.Ext(model)) + ".plan"
 	}
@@ -60,7 +65,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 		return err
 	}
 
-	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly, NoTemplate: *noTemplate}
+	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly, NoTemplate: *noTemplate, Pooling: pool}
 	if *verbose {
 		o.Verbose = ctx.Stderr
 	}

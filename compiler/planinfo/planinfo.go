@@ -2,6 +2,7 @@ package planinfo
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -142,6 +143,17 @@ func fits(t plans.Target, total uint64) []Fit {
 		out = append(out, Fit{MemoryGB: gb, WorkingSet: ws, Fits: total <= ws})
 	}
 	return out
+}
+
+// EmbedPrograms counts the report's embedding programs.
+func (r *Report) EmbedPrograms() int {
+	n := 0
+	for name := range r.Programs {
+		if strings.HasPrefix(name, plans.EmbedPrefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // ProgramNames lists the report's programs: decode, sampled, then the

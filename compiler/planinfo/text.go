@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/akunu-dev/akunu/compiler/modelinfo"
+	"github.com/akunu-dev/akunu/plans"
 )
 
 // WriteText prints the report as readable tables. With commands false it
@@ -59,14 +60,21 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(w, "\ndecode")
-	p("  bytes per token\t%s (%d)\n", b(r.BytesPerToken), r.BytesPerToken)
-	if r.RooflineTokS > 0 {
-		p("  roofline\t%.1f tok/s at %.0f GB/s\n", r.RooflineTokS, t.BandwidthGBs)
+	if _, ok := r.Programs[plans.ProgDecode]; ok {
+		fmt.Fprintln(w, "\ndecode")
+		p("  bytes per token\t%s (%d)\n", b(r.BytesPerToken), r.BytesPerToken)
+		if r.RooflineTokS > 0 {
+			p("  roofline\t%.1f tok/s at %.0f GB/s\n", r.RooflineTokS, t.BandwidthGBs)
+		} else {
+			p("  roofline\tnone: the target records no memory bandwidth (CPU profiles do not); akunu bench measures decode speed\n")
+		}
 	} else {
-		p("  roofline\tnone: the target records no memory bandwidth (CPU profiles do not); akunu bench measures decode speed\n")
+		fmt.Fprintln(w, "\nan embedding model: embedding programs only (akunu embed), no decode")
 	}
 	tw.Flush()
+	if n := r.EmbedPrograms(); n > 0 {
+		fmt.Fprintf(w, "\nembeddings: %d embedding programs (akunu embed)\n", n)
+	}
 
 	for _, name := range r.ProgramNames() {
 		pr := r.Programs[name]
