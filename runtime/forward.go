@@ -89,6 +89,9 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 	if len(b.Pos) != n || len(b.Seq) != n || len(b.Out) != n {
 		return fmt.Errorf("runtime: a batch of %d tokens, %d positions, %d sequences and %d output flags", n, len(b.Pos), len(b.Seq), len(b.Out))
 	}
+	if err := m.generates(); err != nil {
+		return err
+	}
 	if err := m.checkRows(b); err != nil {
 		return err
 	}

@@ -89,7 +89,11 @@ type Model struct {
 
 	// The io buffers the engine writes and reads (positions, seqs, out
 	// rows and argmax: zero in a format-1 plan).
-	io         struct{ tokens, pos, seqs, outRows, argmax, logits device.Buffer }
+	io struct {
+		tokens, pos, seqs, outRows, argmax, logits device.Buffer
+		// embedding programs (embed.go)
+		seqLast, poolRanges, embeddings device.Buffer
+	}
 	tokenSlots int
 	// readback are two buffers of ChainChunk token ids: chain k's tokens
 	// are copied on the device into readback[k%2], where the host reads
@@ -98,6 +102,7 @@ type Model struct {
 
 	decode, sampled *program
 	batch           []*program // ascending rows
+	embed           []*program // ascending rows: an embedding model's programs (embed.go)
 	prefill         []*program // format 1: ascending rows
 	// sampleCmd is the sampled program's gumbel_topk command, whose knobs a
 	// generation rewrites; samplingParams its parameter bytes as compiled.
@@ -341,7 +346,7 @@ func (m *Model) allocate(progress func(string, int64, int64)) error {
 	switch {
 	case !m.io.tokens.Valid():
 		return fmt.Errorf("runtime: the plan has no io \"tokens\" buffer: %w", ErrUnsupportedPlan)
-	case !m.io.logits.Valid() || m.io.logits.Size() < 4*m.vocab:
+	case m.Plan.Program(plans.ProgDecode) != nil && (!m.io.logits.Valid() || m.io.logits.Size() < 4*m.vocab):
 		return fmt.Errorf("runtime: the plan has no io \"logits\" buffer of %d values: %w", m.vocab, ErrUnsupportedPlan)
 	}
 	m.tokenSlots = m.io.tokens.Size() / 4
@@ -368,6 +373,16 @@ func (m *Model) ioBuffer(b *plans.Buffer, h device.Buffer) error {
 		m.io.outRows = h
 	case "argmax":
 		m.io.argmax = h
+	case "zeros": // ids of row 0 for every row (an encoder's token types)
+		if err := m.be.Write(h, 0, make([]byte, b.Size)); err != nil {
+			return fmt.Errorf("runtime: buffer %q: %w", b.Name, err)
+		}
+	case "seq_last":
+		m.io.seqLast = h
+	case "pool_ranges":
+		m.io.poolRanges = h
+	case "embeddings":
+		m.io.embeddings = h
 	case "logits":
 		if b.DType != "" && b.DType != "f32" {
 			return fmt.Errorf("runtime: buffer %q: logits of dtype %s: %w", b.Name, b.DType, ErrUnsupportedPlan)
@@ -416,10 +431,15 @@ func (m *Model) bindAll() error {
 			m.maxBatch = max(m.maxBatch, int(pr.Batch))
 		case plans.KindPrefill:
 			m.prefill = append(m.prefill, b)
+		case plans.KindEmbed:
+			m.embed = append(m.embed, b)
 		}
 	}
-	if m.decode == nil {
+	if m.decode == nil && len(m.embed) == 0 {
 		return fmt.Errorf("runtime: the plan has no %s program: %w", plans.ProgDecode, ErrUnsupportedPlan)
+	}
+	if len(m.embed) > 0 && (!m.io.pos.Valid() || !m.io.seqs.Valid() || !m.io.poolRanges.Valid() || !m.io.embeddings.Valid()) {
+		return fmt.Errorf("runtime: the plan's embedding programs lack their io buffers (positions, seqs, pool_ranges, embeddings): %w", ErrUnsupportedPlan)
 	}
 	if len(m.batch) > 0 && (!m.io.pos.Valid() || !m.io.seqs.Valid() || !m.io.outRows.Valid() || !m.io.argmax.Valid()) {
 		return fmt.Errorf("runtime: the plan's batch programs lack their io buffers (positions, seqs, out_rows, argmax): %w", ErrUnsupportedPlan)
@@ -427,8 +447,13 @@ func (m *Model) bindAll() error {
 	byRows := func(a, b *program) int { return int(a.p.Batch) - int(b.p.Batch) }
 	slices.SortFunc(m.batch, byRows)
 	slices.SortFunc(m.prefill, byRows)
+	slices.SortFunc(m.embed, byRows)
 	m.out.init(m)
-	m.stage = make([]byte, 4*max(m.tokenSlots, m.maxBatch, m.out.max, m.chainChunk()))
+	embedRows := 0
+	if len(m.embed) > 0 {
+		embedRows = int(m.embed[len(m.embed)-1].p.Batch)
+	}
+	m.stage = make([]byte, 4*max(m.tokenSlots, m.maxBatch, m.out.max, m.chainChunk(), embedRows, m.io.poolRanges.Size()/4))
 	return nil
 }
 
@@ -451,6 +476,9 @@ func (m *Model) Vocab() int { return m.vocab }
 // DecodeBytes is what one decode step reads, by the plan's accounting.
 func (m *Model) DecodeBytes() uint64 {
 	var n uint64
+	if m.decode == nil {
+		return 0
+	}
 	for _, c := range m.decode.p.Commands {
 		n += c.BytesRead
 	}

@@ -36,6 +36,9 @@ type Session struct {
 // NewSession starts an empty conversation on a free sequence slot; it
 // fails with ErrNoSeq when every slot is taken.
 func (m *Model) NewSession() (*Session, error) {
+	if err := m.generates(); err != nil {
+		return nil, err
+	}
 	seq, err := m.acquire()
 	if err != nil {
 		return nil, err
