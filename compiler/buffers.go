@@ -44,7 +44,7 @@ type scratchPlan struct {
 	// zeros is an io buffer of u32 zeros (the runtime zeroes it at load), a
 	// row's worth per batch row: the ids of an embedding of row 0
 	// (ids="zeros").
-	zeros uint32
+	zeros   uint32
 	parts   uint32 // the parallel attention's partials; valid when hasPart
 	hasPart bool
 	slots0  int // tokens slots

@@ -179,7 +179,7 @@ func lower(p *specs.Program, f Form, pooling int) *Graph {
 		ops = append(ops, l...)
 	}
 	ops = append(ops, p.Epilogue...)
-	lmHead := true // the epilogue's first matmul is the LM head
+	lmHead := true             // the epilogue's first matmul is the LM head
 	skip := map[ValueID]bool{} // embed: the LM head's output and what follows from it
 	for _, op := range ops {
 		b := Base{Layer: op.Layer, Label: label(op, &lmHead), In: clone(op.In), Out: clone(op.Out)}
