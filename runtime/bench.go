@@ -228,3 +228,29 @@ func sumWords(p []uint64) uint64 {
 	}
 	return a + b + c + d
 }
+
+// BenchEmbed embeds b inputs of n tokens each (distinct, so nothing is
+// shared between them) reps times after a warm-up, and reports inputs per
+// second per repetition. The inputs go through Embed as a user's would:
+// packed into as few replays as the programs and sequence slots allow.
+func (m *Model) BenchEmbed(b, n, reps int, each BenchProgress) ([]float64, error) {
+	inputs := make([][]int32, b)
+	for i := range inputs {
+		inputs[i] = m.benchPrompt(n, i+1)
+	}
+	var out []float64
+	for i := -1; i < reps; i++ {
+		t0 := time.Now()
+		if _, err := m.Embed(context.Background(), inputs); err != nil {
+			return nil, err
+		}
+		rate := float64(b) / time.Since(t0).Seconds()
+		if each != nil {
+			each(i+1, 0, rate)
+		}
+		if i >= 0 {
+			out = append(out, rate)
+		}
+	}
+	return out, nil
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -219,5 +220,56 @@ func TestCUDADecodeStepDoesNotAllocate(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(20, func() { s.launch(m.decode, s.Pos(), n, 1); m.be.WaitOldest() }); a != 0 {
 		t.Fatalf("an overlapped chain of %d decode steps and its hand-off allocate %v times", n, a)
+	}
+}
+
+// Embedding programs on the GPU: the h100-sxm plan and an Apple plan (the
+// Metal kernels' bodies) replayed on CUDA against the CPU's replay of the
+// same plan and against llama.cpp, cosine ≥ 0.9999 for every input; 40
+// inputs, so that replays pack many inputs and the last holds the rest.
+func TestCUDAEmbedMatchesTheCPUAndLlamaCpp(t *testing.T) {
+	be := cudaBackend(t)
+	var texts []string
+	for i := range 40 {
+		texts = append(texts, fmt.Sprintf("%s (%d)", embedTexts[i%len(embedTexts)], i))
+	}
+	for _, c := range []struct {
+		arch    string
+		dt      dtype.Type
+		pooling int
+	}{{"bert", dtype.F16, 1}, {"bert", dtype.Q8_0, 1}, {"bert", dtype.F16, 2}, {"qwen3", dtype.F16, 3}} {
+		model := synthEmbedder(t, c.arch, c.dt, c.pooling)
+		for _, chip := range []string{"h100-sxm", "m4-max"} {
+			t.Run(fmt.Sprintf("%s %v pooling %d %s", c.arch, c.dt, c.pooling, chip), func(t *testing.T) {
+				plan := compile(t, model, chip)
+				g := loadOnCUDA(t, be, plan, model)
+				cpu := load(t, plan, model, 0)
+				var inputs [][]int32
+				for _, s := range texts {
+					inputs = append(inputs, g.Tokenizer.Tokenize(s, true, false))
+				}
+				got, err := g.Embed(bg, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := cpu.Embed(bg, inputs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref := embedRef(t, model, inputs)
+				worstCPU, worstRef, worstD := 1.0, 1.0, 0.0
+				for i := range inputs {
+					cc, cr := Cosine(got[i], want[i]), Cosine(got[i], ref[i])
+					for j := range got[i] {
+						worstD = max(worstD, math.Abs(float64(got[i][j]-want[i][j])))
+					}
+					worstCPU, worstRef = min(worstCPU, cc), min(worstRef, cr)
+					if cc < 0.9999 || cr < 0.9999 {
+						t.Errorf("input %d: cosine %.7f against the CPU, %.7f against llama.cpp (want ≥ 0.9999)", i, cc, cr)
+					}
+				}
+				t.Logf("%d inputs: worst cosine %.8f (CPU), %.8f (llama.cpp); max |Δ| against the CPU %.3g", len(inputs), worstCPU, worstRef, worstD)
+			})
+		}
 	}
 }

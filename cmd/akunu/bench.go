@@ -23,6 +23,7 @@ func init() {
 		Summary: "measure prompt processing and generation speed (llama-bench style), decode bandwidth, " +
 			"batched decode of many sequences (--batch) and streaming latency (--stream)",
 		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
+			"       [--embed 1,32 [--embed-tokens 64]]: embedding throughput, inputs per second (the default for an embedding model)\n" +
 			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]\n" +
 			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]: decode with and without the constraint, alternating",
 		Run: runBench,
@@ -61,6 +62,8 @@ func runBench(ctx *cli.Context, args []string) error {
 	tg := fs.Int("n", 128, "generated tokens")
 	reps := fs.Int("r", 5, "repetitions")
 	batchList := fs.String("batch", "", "also decode B sequences together for each B listed (1,2,4,8,16): aggregate tok/s")
+	embedList := fs.String("embed", "", "embed B inputs together for each B listed (1,32): inputs/s; an embedding model's plan does only this (default 1,32)")
+	embedTokens := fs.Int("embed-tokens", 64, "tokens of each input of --embed")
 	stream := fs.Bool("stream", false, "also stream a generation and report time to first token and the gaps between tokens")
 	asJSON := fs.Bool("json", false, "print JSON")
 	lf := addLoadFlags(fs)
@@ -83,15 +86,38 @@ func runBench(ctx *cli.Context, args []string) error {
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: want one PLAN", cli.ErrUsage)
 	}
+	embeds, err := parseBatches(*embedList)
+	if err != nil {
+		return cli.FlagError{Flag: "embed", Msg: strings.TrimPrefix(err.Error(), "--batch ")}
+	}
+	if err := atLeast("embed-tokens", *embedTokens, 1, ""); err != nil {
+		return err
+	}
 	seqs := 1
 	if len(batches) > 0 {
 		seqs = slices.Max(batches)
+	}
+	p, err := plans.ReadFile(pos[0])
+	if err != nil {
+		return err
+	}
+	encoder := p.Program(plans.ProgDecode) == nil
+	if encoder && embeds == nil {
+		embeds = []int{1, 32}
+	}
+	if embeds != nil {
+		seqs = max(seqs, embedSeqs(p))
 	}
 	m, err := lf.load(ctx, pos[0], seqs)
 	if err != nil {
 		return err
 	}
 	defer closeModel(m)
+	if embeds != nil {
+		if err := benchEmbed(ctx, m, embeds, *embedTokens, *reps, *asJSON); err != nil || encoder {
+			return err
+		}
+	}
 	if *bs.spec.mode != "" {
 		return benchSpec(ctx, m, bs, *tg, *reps, *asJSON)
 	}
@@ -302,4 +328,55 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// embedRow is one --embed measurement.
+type embedRow struct {
+	B      int       `json:"b"`
+	Tokens int       `json:"tokens_per_input"`
+	InS    float64   `json:"inputs_s_median"`
+	InSMin float64   `json:"inputs_s_min"`
+	InSMax float64   `json:"inputs_s_max"`
+	TokS   float64   `json:"tok_s_median"`
+	Runs   []float64 `json:"runs"`
+}
+
+// benchEmbed times embeddings of B inputs of n tokens for each B.
+func benchEmbed(ctx *cli.Context, m *runtime.Model, bs []int, n, reps int, asJSON bool) error {
+	if !m.Embeds() {
+		return fmt.Errorf("--embed: the plan has no embedding program (compile an embedding model, or a decoder with --pooling)")
+	}
+	if n > m.MaxEmbedTokens() {
+		return cli.FlagError{Flag: "embed-tokens", Msg: fmt.Sprintf("%d: the plan embeds at most %d tokens an input", n, m.MaxEmbedTokens())}
+	}
+	prog := newProgress(ctx.Stderr, reps)
+	var rows []embedRow
+	for _, b := range bs {
+		prog.phase(fmt.Sprintf("embeddings of %d inputs of %d tokens", b, n))
+		runs, err := m.BenchEmbed(b, n, reps, func(rep int, _, rate float64) { prog.rep(rep, fmt.Sprintf("%.1f inputs/s", rate)) })
+		prog.done()
+		if err != nil {
+			return err
+		}
+		med := runtime.Median(runs)
+		rows = append(rows, embedRow{B: b, Tokens: n, InS: med, InSMin: slices.Min(runs), InSMax: slices.Max(runs), TokS: med * float64(n), Runs: runs})
+	}
+	tgt := m.Plan.Header.Target
+	threads := 0
+	if t, ok := m.Backend().(interface{ Threads() int }); ok {
+		threads = t.Threads()
+	}
+	if asJSON {
+		enc := json.NewEncoder(ctx.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"plan": m.Plan.Header.Model.File, "chip": tgt.Chip, "backend": m.Backend().Name(),
+			"threads": threads, "reps": reps, "embed": rows})
+	}
+	fmt.Fprintf(ctx.Stdout, "embeddings of %s on %s (%s, %d threads), median of %d runs [min–max]:\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), threads, reps)
+	w := tabwriter.NewWriter(ctx.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "B\ttokens\tinputs/s\ttok/s\t\n")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%d\t%.1f [%.1f–%.1f]\t%.0f\t\n", r.B, r.Tokens, r.InS, r.InSMin, r.InSMax, r.TokS)
+	}
+	return w.Flush()
 }

@@ -8,6 +8,11 @@
 // CPU model and which llama.cpp CPU variant the process loaded.
 //
 //	go run ./internal/llamapeer -m model.gguf [-t 2] [-p 512] [-n 128] [-c 1] [-r 5]
+//	go run ./internal/llamapeer -m embedder.gguf -e 32 [-l 64] [-t 2] [-r 5]
+//
+// With -e B it times embeddings instead, as akunu bench --embed does: B
+// inputs of -l tokens each, pooled as the model's file says, one
+// llama_decode for all of them (each its own sequence), inputs per second.
 package main
 
 import (
@@ -37,6 +42,11 @@ type Result struct {
 	TGRuns    []float64 `json:"tg_runs"`
 	PPMedian  float64   `json:"pp_tok_s_median"`
 	TGMedian  float64   `json:"tg_tok_s_median"`
+	// -e: embeddings of EmbedB inputs of EmbedTokens tokens.
+	EmbedB      int       `json:"embed_b,omitempty"`
+	EmbedTokens int       `json:"embed_tokens,omitempty"`
+	EmbedRuns   []float64 `json:"embed_inputs_s,omitempty"`
+	EmbedMedian float64   `json:"embed_inputs_s_median,omitempty"`
 }
 
 func main() {
@@ -46,13 +56,21 @@ func main() {
 	tg := flag.Int("n", 128, "generated tokens of the decode test (0: none)")
 	tgCtx := flag.Int("c", 1, "prompt tokens fed before the decode test")
 	reps := flag.Int("r", 5, "repetitions (after one warm-up)")
+	embedB := flag.Int("e", 0, "embed this many inputs together instead (an embedding model, or pooling as its file says)")
+	embedTokens := flag.Int("l", 64, "tokens of each input with -e")
 	blind := flag.Bool("blind", false, "decode without reading the logits, feeding token ids as llama-bench does (a check of the harness, not a user's decode)")
 	flag.Parse()
 	if *model == "" || flag.NArg() != 0 {
 		fmt.Fprintln(os.Stderr, "usage: llamapeer -m model.gguf [-t N] [-p 512] [-n 128] [-c 1] [-r 5]")
 		os.Exit(2)
 	}
-	r, err := run(*model, *threads, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
+	var r *Result
+	var err error
+	if *embedB > 0 {
+		r, err = runEmbed(*model, *threads, *embedB, max(*embedTokens, 1), max(*reps, 1))
+	} else {
+		r, err = run(*model, *threads, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "llamapeer:", err)
 		os.Exit(1)
@@ -136,6 +154,47 @@ func run(model string, threads, pp, tg, tgCtx, reps int, blind bool) (*Result, e
 		}
 	}
 	r.PPMedian, r.TGMedian = median(r.PPRuns), median(r.TGRuns)
+	return r, nil
+}
+
+// runEmbed times llama.cpp's pooled embeddings of b inputs of n tokens.
+func runEmbed(model string, threads, b, n, reps int) (*Result, error) {
+	lib, err := llamacpp.Load()
+	if err != nil {
+		return nil, err
+	}
+	lm, err := lib.LoadModel(model)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Close()
+	ctx, err := lm.NewEmbedContext(llamacpp.EmbedOptions{Pooling: llamacpp.PoolingUnspecified, Attention: llamacpp.AttentionUnspecified,
+		NCtx: b * n, NSeqMax: b, NThreads: threads})
+	if err != nil {
+		return nil, err
+	}
+	defer ctx.Close()
+	if err := ctx.AttachThreadpool(threads); err != nil {
+		return nil, err
+	}
+	inputs := make([][]int32, b)
+	for i := range inputs {
+		inputs[i] = make([]int32, n)
+		for j := range inputs[i] {
+			inputs[i][j] = int32(1 + (j+(i+1)*7)%max(1, lm.NVocab()-1))
+		}
+	}
+	r := &Result{Engine: libVersion(lib.Dir), Model: model, Threads: threads, CPU: cpuModel(), Variant: loadedVariant(), EmbedB: b, EmbedTokens: n}
+	for i := -1; i < reps; i++ {
+		t0 := time.Now()
+		if _, err := ctx.Embed(inputs); err != nil {
+			return nil, err
+		}
+		if i >= 0 {
+			r.EmbedRuns = append(r.EmbedRuns, float64(b)/time.Since(t0).Seconds())
+		}
+	}
+	r.EmbedMedian = median(r.EmbedRuns)
 	return r, nil
 }
 
