@@ -47,6 +47,10 @@ type EmbedOptions struct {
 	// NSeqMax is how many inputs one llama_decode may hold (0: 1).
 	NSeqMax  int
 	NThreads int // 0: llama.cpp's default
+	// FlashAttn is llama.cpp's flash-attention switch (FlashAttnAuto,
+	// ...); the zero value is FlashAttnDisabled, the non-flash path the
+	// parity tests hold our CPU attention to.
+	FlashAttn int
 }
 
 // NewEmbedContext makes a context with embeddings on. Its KV cache is
@@ -81,7 +85,7 @@ func (m *Model) NewEmbedContext(o EmbedOptions) (*Context, error) {
 		p.NThreadsBatch = int32(o.NThreads)
 	}
 	p.NoPerf = true
-	p.FlashAttnType = FlashAttnDisabled
+	p.FlashAttnType = int32(o.FlashAttn)
 	return m.NewContextWith(p)
 }
 

@@ -56,6 +56,7 @@ func main() {
 	tg := flag.Int("n", 128, "generated tokens of the decode test (0: none)")
 	tgCtx := flag.Int("c", 1, "prompt tokens fed before the decode test")
 	reps := flag.Int("r", 5, "repetitions (after one warm-up)")
+	ngl := flag.Int("ngl", 0, "layers offloaded to the GPU (a llama.cpp built with CUDA, AKUNU_LLAMA_LIB=its lib dir; 999: all)")
 	embedB := flag.Int("e", 0, "embed this many inputs together instead (an embedding model, or pooling as its file says)")
 	embedTokens := flag.Int("l", 64, "tokens of each input with -e")
 	blind := flag.Bool("blind", false, "decode without reading the logits, feeding token ids as llama-bench does (a check of the harness, not a user's decode)")
@@ -67,9 +68,9 @@ func main() {
 	var r *Result
 	var err error
 	if *embedB > 0 {
-		r, err = runEmbed(*model, *threads, *embedB, max(*embedTokens, 1), max(*reps, 1))
+		r, err = runEmbed(*model, *threads, *ngl, *embedB, max(*embedTokens, 1), max(*reps, 1))
 	} else {
-		r, err = run(*model, *threads, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
+		r, err = run(*model, *threads, *ngl, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "llamapeer:", err)
@@ -82,12 +83,20 @@ func main() {
 	}
 }
 
-func run(model string, threads, pp, tg, tgCtx, reps int, blind bool) (*Result, error) {
+// loadModel maps the model with ngl layers on the GPU.
+func loadModel(lib *llamacpp.Lib, model string, ngl int) (*llamacpp.Model, error) {
+	p := lib.DefaultModelParams()
+	p.LoadMode = llamacpp.LoadModeMmap
+	p.NGPULayers = int32(ngl)
+	return lib.LoadModelWith(model, p)
+}
+
+func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool) (*Result, error) {
 	lib, err := llamacpp.Load()
 	if err != nil {
 		return nil, err
 	}
-	lm, err := lib.LoadModel(model)
+	lm, err := loadModel(lib, model, ngl)
 	if err != nil {
 		return nil, err
 	}
@@ -158,18 +167,22 @@ func run(model string, threads, pp, tg, tgCtx, reps int, blind bool) (*Result, e
 }
 
 // runEmbed times llama.cpp's pooled embeddings of b inputs of n tokens.
-func runEmbed(model string, threads, b, n, reps int) (*Result, error) {
+func runEmbed(model string, threads, ngl, b, n, reps int) (*Result, error) {
 	lib, err := llamacpp.Load()
 	if err != nil {
 		return nil, err
 	}
-	lm, err := lib.LoadModel(model)
+	lm, err := loadModel(lib, model, ngl)
 	if err != nil {
 		return nil, err
 	}
 	defer lm.Close()
-	ctx, err := lm.NewEmbedContext(llamacpp.EmbedOptions{Pooling: llamacpp.PoolingUnspecified, Attention: llamacpp.AttentionUnspecified,
-		NCtx: b * n, NSeqMax: b, NThreads: threads})
+	o := llamacpp.EmbedOptions{Pooling: llamacpp.PoolingUnspecified, Attention: llamacpp.AttentionUnspecified,
+		NCtx: b * n, NSeqMax: b, NThreads: threads}
+	if ngl > 0 {
+		o.FlashAttn = llamacpp.FlashAttnAuto // llama.cpp's default on a GPU
+	}
+	ctx, err := lm.NewEmbedContext(o)
 	if err != nil {
 		return nil, err
 	}
