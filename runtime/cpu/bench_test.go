@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
@@ -191,5 +192,48 @@ func BenchmarkAttentionPieces(b *testing.B) {
 				accF16x2(acc0, acc1, s0, s1, v)
 			}
 		})
+	}
+}
+
+// A worker that misses its wake-up (its parking flag lost, so publish
+// sends it no token) no longer hangs the run: after a few milliseconds run
+// gives every worker that has not checked in a token. Every item still
+// runs once, in every run, and a worker woken for nothing parks again.
+func TestPoolRescuesAWorkerThatMissedItsWakeUp(t *testing.T) {
+	p := newPool(4)
+	defer p.close()
+	c := &countTask{hits: make([]int32, 1000)}
+	parked := func() bool {
+		for w := 1; w < p.threads; w++ {
+			if !p.sleep[w].Load() {
+				return false
+			}
+		}
+		return true
+	}
+	for round := range 20 {
+		deadline := time.Now().Add(5 * time.Second)
+		for !parked() {
+			if time.Now().After(deadline) {
+				t.Fatal("the workers never parked")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		p.sleep[1+round%3].Store(false) // the lost announcement: publish will not wake it
+		done := make(chan struct{})
+		go func() { p.run(c, len(c.hits), 7, parallelMinBytes); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the run hung with a worker parked and no token", round)
+		}
+	}
+	for i, h := range c.hits {
+		if h != 20 {
+			t.Fatalf("item %d ran %d times in 20 runs", i, h)
+		}
+	}
+	if p.rescues.Load() == 0 {
+		t.Error("no rescue was counted")
 	}
 }

@@ -67,6 +67,11 @@ type pool struct {
 	next    atomic.Int64 // the next unclaimed item
 	_       [56]byte
 
+	// rescues counts the parked workers rescue woke (tests read it).
+	rescues atomic.Int64
+	// done is the last generation each worker checked in for.
+	done []atomic.Uint32
+
 	// faulted and faultAddr record a memory fault a kernel hit (fault.go).
 	faulted   atomic.Bool
 	faultAddr atomic.Uintptr
@@ -76,7 +81,7 @@ func newPool(threads int) *pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads)}
+	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads), done: make([]atomic.Uint32, threads)}
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w, uint32(p.state.Load()>>32))
@@ -109,8 +114,12 @@ func (p *pool) worker(w int, seen uint32) {
 				break
 			}
 			<-p.wake[w]
+			// A token without a new generation (a rescue's, or one left
+			// over) is spurious: spin and park again rather than work a
+			// generation twice.
+			p.sleep[w].Store(false)
 			st = p.state.Load()
-			break
+			spins = -1
 		}
 		seen = uint32(st >> 32)
 		if p.closed.Load() {
@@ -120,6 +129,7 @@ func (p *pool) worker(w int, seen uint32) {
 			continue // not needed in this run
 		}
 		p.work(w)
+		p.done[w].Store(seen)
 		p.pending.Add(-1)
 	}
 }
@@ -161,8 +171,31 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 		if spins&255 == 255 {
 			runtime.Gosched()
 		}
+		if spins >= rescueAfter && spins&(rescueAfter-1) == 0 {
+			p.rescue(active)
+		}
 	}
 	p.t = nil
+}
+
+// rescueAfter is how many polls of pending (a few ms) run waits before it
+// looks for a worker of the run that is parked without its token.
+const rescueAfter = 1 << 14
+
+// rescue gives a token to every worker of the run that has not checked in:
+// a parked one wakes and sees the run; a busy one finds the token when it
+// next parks, and, seeing no new generation, parks again. (Two device runs
+// with a CUDA backend in the same process hung with every worker parked
+// and pending above zero; the cause is not found, and this ends such a
+// hang, whatever its cause, a few milliseconds in.)
+func (p *pool) rescue(active int) {
+	g := uint32(p.state.Load() >> 32)
+	for w := 1; w <= active; w++ {
+		if p.done[w].Load() != g {
+			p.rescues.Add(1)
+			p.token(w)
+		}
+	}
 }
 
 // publish starts the next generation with workers 1..active taking part,
@@ -172,8 +205,17 @@ func (p *pool) publish(active int) {
 	p.state.Store(uint64(g)<<32 | uint64(active))
 	for w := 1; w <= active; w++ {
 		if p.sleep[w].CompareAndSwap(true, false) {
-			p.wake[w] <- struct{}{}
+			p.token(w)
 		}
+	}
+}
+
+// token wakes worker w if it is parked, or makes its next park return at
+// once: a send that never blocks (a token already waiting does the same).
+func (p *pool) token(w int) {
+	select {
+	case p.wake[w] <- struct{}{}:
+	default:
 	}
 }
 
