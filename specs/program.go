@@ -32,15 +32,15 @@ type Op struct {
 	Bias   string // matmul and layernorm, "" when absent
 	Eps    float64
 
-	Scale   float64 // scale: the factor; attention: multiplies q·k
-	Cap     float64 // softcap: the cap; attention: the score softcap (0 = none)
-	Window  int     // attention: 0 = causal over the whole context, else sliding window
+	Scale  float64 // scale: the factor; attention: multiplies q·k
+	Cap    float64 // softcap: the cap; attention: the score softcap (0 = none)
+	Window int     // attention: 0 = causal over the whole context, else sliding window
 	// Causal: attention sees the keys up to the query's position; false:
 	// every key of the query's input (an encoder).
 	Causal bool
 	// Ids: what an embedding looks up: IdsTokens, IdsPositions, IdsZeros.
-	Ids string
-	KVLayer int     // attention: the layer whose KV cache it writes and reads
+	Ids     string
+	KVLayer int // attention: the layer whose KV cache it writes and reads
 
 	Heads    int // rope: heads in x; attention: query heads
 	KVHeads  int // attention

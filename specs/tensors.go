@@ -22,7 +22,7 @@ type Tensor struct {
 	// adds as an F32 view).
 	F32  bool
 	Role TensorRole
-	Pos      Pos // the declaration
+	Pos  Pos // the declaration
 }
 
 // IsBias and IsNorm say what the tensor is to the program.
