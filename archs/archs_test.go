@@ -50,12 +50,12 @@ func TestEverySpecLoadsAndValidates(t *testing.T) {
 }
 
 // The architectures llama.cpp runs with the graphs these specs transcribe.
-func TestTheEightFamiliesAreCovered(t *testing.T) {
+func TestTheNineFamiliesAreCovered(t *testing.T) {
 	r, err := specs.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"bert", "gemma", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3"}
+	want := []string{"bert", "gemma", "gemma2", "gemma3", "llama", "phi3", "qwen2", "qwen3", "qwen3moe"}
 	got := r.Architectures()
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -94,6 +94,14 @@ var parityCases = []parityCase{
 		Arch: "bert", Dim: 64, Layers: 2, Heads: 4, FFN: 200,
 		Set: hparamSet(map[string]any{"pooling": 1, "norm_eps": 1e-12}),
 	}},
+	{name: "a qwen3moe of 8 experts, 2 used, an expert FFN of its own", o: &synth.Options{
+		Arch: "qwen3moe", Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
+		Set: hparamSet(map[string]any{"expert_count": 8, "expert_used": 2, "expert_ffn": 96, "norm_eps": 1e-6}),
+	}},
+	{name: "a Mixtral-style llama with 4 experts, 2 used", o: &synth.Options{
+		Arch: "llama", Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 160,
+		Set: hparamSet(map[string]any{"expert_count": 4, "expert_used": 2}),
+	}},
 	{name: "a phi3 with grouped KV heads and an odd FFN", o: &synth.Options{
 		Arch: "phi3", Dim: 128, Layers: 2, Heads: 4, KVHeads: 2, FFN: 344,
 		Set: hparamSet(map[string]any{"rope_base": 10000.0, "norm_eps": 1e-5}),

@@ -110,6 +110,10 @@ type graphEnv struct {
 	where    string          // prologue, layer.attn, epilogue
 	perLayer bool            // per-layer tensors and `layer` are visible
 	defined  map[string]bool // graph values defined so far
+	// onlyWhen holds the names first defined by a conditional statement,
+	// with its condition: only statements of the same condition may read
+	// them (a mixture-of-experts FFN beside a dense one).
+	onlyWhen map[string]string
 }
 
 func (ck *checker) checkGraph() {
@@ -155,6 +159,9 @@ func (ck *checker) checkGraph() {
 
 func (ck *checker) checkStmt(s *stmt, env *graphEnv) {
 	sc := scope{path: s.path, layer: env.perLayer, where: env.where}
+	if s.cond != nil {
+		sc.cond = exprString(s.cond)
+	}
 	condOK := true
 	if s.cond != nil {
 		_, condOK = ck.expect(s.cond, sc, tBool, "a condition")
@@ -173,7 +180,12 @@ func (ck *checker) checkStmt(s *stmt, env *graphEnv) {
 			ck.c.add(ErrInvalid, s.pos, s.path, "%s names a tensor; give the value another name", t)
 		}
 		if s.cond != nil && condOK && !env.defined[t] {
-			ck.c.add(ErrInvalid, s.pos, s.path, "%s is defined only when %s; define it unconditionally first", t, exprString(s.cond))
+			if env.onlyWhen == nil {
+				env.onlyWhen = map[string]string{}
+			}
+			env.onlyWhen[t] = sc.cond
+		} else if s.cond == nil {
+			delete(env.onlyWhen, t)
 		}
 		env.defined[t] = true
 	}
@@ -272,6 +284,10 @@ func (ck *checker) checkArg(call *callNode, p *opParam, arg node, sc scope, env 
 			}
 			return ok
 		case *nameNode:
+			if c, only := env.onlyWhen[v.name]; only && c != sc.cond {
+				ck.c.add(ErrInvalid, v.p, sc.path, "%s is defined only when %s; read it under that condition, or define it unconditionally first", v.name, c)
+				return false
+			}
 			if env.defined[v.name] {
 				return true
 			}

@@ -29,6 +29,7 @@ var errorCases = []struct {
 	{"unknown_name", []error{specs.ErrUnknownName}},
 	{"many", []error{specs.ErrUnknownOp, specs.ErrUnknownKey, specs.ErrInvalid}},
 	{"incomplete", []error{specs.ErrInvalid}},
+	{"conditional", []error{specs.ErrInvalid}},
 }
 
 func TestBrokenSpecsReportEveryErrorAtItsPosition(t *testing.T) {

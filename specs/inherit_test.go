@@ -65,8 +65,8 @@ layer:
 		t.Errorf("tensors %v: ffn ones gone (deleted or unused), post and attn_q present", names)
 	}
 	// Requirements accumulate: the parent's still apply.
-	md.KV["child.expert_count"] = specs.IntValue(8)
-	if _, err := a.Resolve(md); !errors.Is(err, specs.ErrConstraint) || !strings.Contains(err.Error(), "Mixtral") {
+	md.KV["child.expert_count"] = specs.IntValue(8) // and no expert_used_count
+	if _, err := a.Resolve(md); !errors.Is(err, specs.ErrConstraint) || !strings.Contains(err.Error(), "experts used per token") {
 		t.Errorf("llama's requirement is lost: %v", err)
 	}
 }

@@ -26,10 +26,13 @@ const (
 	OpRope               // rotary position embedding, per head
 	OpAttention          // causal (or sliding-window, or non-causal) attention over the KV cache
 	OpSplit              // outs = consecutive slices of x
+	OpRoute              // route = the top-k experts of a row's router logits and their gate weights
+	OpMatmulID           // out = per slot, the routed expert's matrix applied to x
+	OpMoESum             // out = the slots' outputs weighted by the route's gate weights, summed
 )
 
 var opKindNames = [...]string{"invalid", "embedding", "rmsnorm", "layernorm", "head_rmsnorm", "matmul",
-	"add", "mul", "scale", "silu", "gelu", "softcap", "rope", "attention", "split"}
+	"add", "mul", "scale", "silu", "gelu", "softcap", "rope", "attention", "split", "route", "matmul_id", "moe_sum"}
 
 func (k OpKind) String() string {
 	if int(k) < len(opKindNames) {
@@ -158,6 +161,13 @@ var ops = map[string]*opSig{
 			num("causal", tBool, "true"),
 		},
 		doc: "softmax(softcap(scale · q·kᵀ)) · v over the cached k, v of this layer; window > 0 masks keys further back than window positions; causal=false lets every token of an input see all of the input (encoders)"},
+	"route": {kind: OpRoute, pos: []opParam{value("logits"), num("k", tInt, "")},
+		named: []opParam{num("norm", tBool, "true")},
+		doc:   "the k largest of softmax(logits) (the experts a row is routed to) and their probabilities, renormalized to sum to 1 when norm; a route value, read only by matmul_id and moe_sum"},
+	"matmul_id": {kind: OpMatmulID, pos: []opParam{value("x"), tensor("weight", RoleWeight), value("route")},
+		doc: "for each of the route's k slots, the routed expert's matrix of weight [in, out, experts] applied to x [in] (or, when x is k·in wide, to the slot's part of it): k·out values"},
+	"moe_sum": {kind: OpMoESum, pos: []opParam{value("y"), value("route")},
+		doc: "the route's k slots of y [k·n] weighted by the route's gate weights and summed: n values"},
 	"split": {kind: OpSplit, pos: []opParam{value("x")}, variadic: &opParam{name: "sizes", kind: pkExpr, typ: tInt},
 		doc: "consecutive slices of x, one output per size"},
 }

@@ -13,6 +13,9 @@ type ValueInfo struct {
 	Name  string // the spec's name ("q", "x"); "" for the result of a nested op
 	Width int
 	Layer int // -1 outside the layers
+	// Route is, for a route's result, its k (Width is then 2k: k expert
+	// ids and k gate weights, 4 bytes each); 0 for an activation.
+	Route int
 }
 
 // Op is one operation of a Program: plain data, the fields an op's kind
@@ -55,6 +58,11 @@ type Op struct {
 	RopeLongFactors string // used instead of RopeFactors beyond the original context
 
 	Sizes []int // split
+
+	// Mixture of experts: route's k (Slots) and renormalization (Norm);
+	// matmul_id's slots, experts and whether each slot has its own x.
+	Slots, Experts int
+	Norm, PerSlot  bool
 
 	Pos Pos // where the op is written
 }
@@ -270,6 +278,9 @@ func (lw *lowering) lower(s *stmt, call *callNode, block string, layer int, env 
 			name = names[i]
 		}
 		op.Out = append(op.Out, lw.newValue(name, w, layer))
+		if op.Kind == OpRoute {
+			lw.p.Values[op.Out[i]].Route = op.Slots
+		}
 	}
 	op.Label = block + "." + op.Kind.String()
 	if t := lw.labelTensor(&op); t != "" {
@@ -349,6 +360,10 @@ func (lw *lowering) setNum(op *Op, param string, v Value) {
 		op.Window = int(v.Int)
 	case "causal":
 		op.Causal = v.Bool
+	case "k":
+		op.Slots = int(v.Int)
+	case "norm":
+		op.Norm = v.Bool
 	case "ids":
 		op.Ids = v.Str
 	case "head_dim":
@@ -445,6 +460,8 @@ func (lw *lowering) shapes(s *stmt, op *Op, in []int, layer int) ([]int, bool) {
 		}
 		op.KVLayer = layer
 		return []int{op.Heads * op.HeadDimV}, true
+	case OpRoute, OpMatmulID, OpMoESum:
+		return lw.moeShapes(op, in, bad)
 	case OpSplit:
 		sum := 0
 		for _, n := range op.Sizes {
@@ -551,4 +568,54 @@ func (p *Program) opString(op Op) string {
 	b.WriteString(strings.Join(args, ", "))
 	b.WriteString(")  # " + op.Label)
 	return b.String()
+}
+
+// moeShapes are the widths of the mixture-of-experts ops: a route value is
+// 2k wide (k ids, k weights) and only matmul_id and moe_sum read one, as
+// their last argument; matmul_id's weight is [in, out, experts].
+func (lw *lowering) moeShapes(op *Op, in []int, bad func(string, ...any) ([]int, bool)) ([]int, bool) {
+	route := func(i int) int { return lw.p.Values[op.In[i]].Route }
+	for i := range op.In {
+		last := i == len(op.In)-1 && op.Kind != OpRoute
+		if r := route(i); (r > 0) != last {
+			if last {
+				return bad("its last argument must be a route's result")
+			}
+			return bad("argument %d is a route's result, which only matmul_id and moe_sum read, as their last argument", i+1)
+		}
+	}
+	switch op.Kind {
+	case OpRoute:
+		if op.Slots < 1 || op.Slots > in[0] || op.Slots > 32 {
+			return bad("k %d: want 1 to min(32, %d experts)", op.Slots, in[0])
+		}
+		return []int{2 * op.Slots}, true
+	case OpMatmulID:
+		sh := lw.tensors[op.Weight].Shape
+		k := route(1) // In is [x, route]: the weight is no value
+		if len(sh) != 3 {
+			return bad("weight %s is %s, not [in, out, experts]", op.Weight, shapeString(sh))
+		}
+		switch int(sh[0]) {
+		case in[0]:
+		case in[0] / k:
+			op.PerSlot = in[0]%k == 0
+		}
+		if int(sh[0]) != in[0] && !op.PerSlot {
+			return bad("weight %s is %s; x has %d, want %d or %d×%d", op.Weight, shapeString(sh), in[0], sh[0], k, sh[0])
+		}
+		if int(sh[2]) < k {
+			return bad("weight %s has %d experts, fewer than the route's %d", op.Weight, sh[2], k)
+		}
+		op.Slots, op.Experts = k, int(sh[2])
+		return []int{k * int(sh[1])}, true
+	case OpMoESum:
+		k := route(1)
+		if in[0]%k != 0 {
+			return bad("y has %d, not a multiple of the route's %d slots", in[0], k)
+		}
+		op.Slots = k
+		return []int{in[0] / k}, true
+	}
+	return bad("no shape rule")
 }

@@ -264,7 +264,7 @@ func TestResolveReportsWhatTheModelLacks(t *testing.T) {
 			specs.ErrBadValue, []string{`hparams.layers: llama.block_count is string ("five"), expected int`}},
 		{"a requirement fails",
 			func(md *specs.MapMetadata) { md.KV["llama.expert_count"] = specs.IntValue(8) },
-			specs.ErrConstraint, []string{"archs/llama.yaml", "require[0]: mixture-of-experts models (Mixtral) are not supported: expert_count == 0 is false"}},
+			specs.ErrConstraint, []string{"archs/llama.yaml", "require[0]: a mixture-of-experts model needs 1 to min(32, expert_count) experts used per token"}},
 		{"heads do not divide",
 			func(md *specs.MapMetadata) { md.KV["llama.attention.head_count_kv"] = specs.IntValue(3) },
 			specs.ErrConstraint, []string{"the query heads must be a multiple of the KV heads"}},
@@ -309,7 +309,7 @@ func TestUnknownArchitectureListsTheKnownOnes(t *testing.T) {
 	if !errors.Is(err, specs.ErrUnknownArch) {
 		t.Fatalf("err = %v", err)
 	}
-	want := `no spec for general.architecture "gemma4" (did you mean gemma?); known: bert, gemma, gemma2, gemma3, llama, phi3, qwen2, qwen3`
+	want := `no spec for general.architecture "gemma4" (did you mean gemma?); known: bert, gemma, gemma2, gemma3, llama, phi3, qwen2, qwen3, qwen3moe`
 	if err.Error() != want {
 		t.Errorf("got  %s\nwant %s", err, want)
 	}
@@ -354,7 +354,7 @@ func TestCheckTensorTableNamesEachBadTensor(t *testing.T) {
 	}
 	got := fmt.Sprint(err)
 	for _, w := range []string{
-		`tensor "blk.2.ffn_up.weight" (ffn_up, declared at archs/llama.yaml:40:18) is missing`,
+		`tensor "blk.2.ffn_up.weight" (ffn_up, declared at archs/llama.yaml:41:18) is missing`,
 		`tensor "blk.3.attn_k.weight" has shape [64, 64], the spec wants [64, 32]`,
 		`tensor "blk.0.attn_gate.weight" is not one the spec knows`,
 	} {
@@ -387,7 +387,7 @@ tensors:
 	if !errors.Is(err, specs.ErrShape) {
 		t.Fatalf("err = %v", err)
 	}
-	want := "archs/llama.yaml:52:11: layer.attn[1] (layer 0): rope: x has 65, not a multiple of head_dim 8"
+	want := "archs/llama.yaml:58:11: layer.attn[1] (layer 0): rope: x has 65, not a multiple of head_dim 8"
 	if err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}

@@ -32,6 +32,7 @@ type scope struct {
 	layer bool // `layer` is defined
 	meta  bool // metadata may be read (hparams and require only)
 	where string
+	cond  string // a graph statement's condition, as written ("" for none)
 }
 
 type checker struct {
