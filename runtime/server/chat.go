@@ -303,6 +303,9 @@ func (s *Server) render(req *chatRequest, info *reqInfo) (*entry, string, *apiEr
 	if aerr != nil {
 		return nil, "", aerr
 	}
+	if aerr := e.generative(); aerr != nil {
+		return nil, "", aerr
+	}
 	if e.tmpl == nil {
 		return nil, "", badRequest("model", "the model %q has no chat template (%v): start the server with --template or --chat-template-file, or use /v1/completions", e.id, e.tmplErr)
 	}

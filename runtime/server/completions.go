@@ -64,17 +64,27 @@ func (e *entry) promptIDs(raw json.RawMessage) ([]int32, string, *apiError) {
 	return nil, "", badRequest("prompt", "prompt: expected a string, an array of token ids, or an array of one of either")
 }
 
-// checkIDs refuses token ids outside the vocabulary.
+// checkIDs refuses token ids outside the vocabulary; it returns them and
+// their text.
 func (e *entry) checkIDs(ids []int64, field string) ([]int32, string, *apiError) {
+	out, aerr := e.vocabIDs(ids, field)
+	if aerr != nil {
+		return nil, "", aerr
+	}
+	return out, e.tok.Detokenize(out, false), nil
+}
+
+// vocabIDs refuses token ids outside the vocabulary.
+func (e *entry) vocabIDs(ids []int64, field string) ([]int32, *apiError) {
 	n := int64(e.plan.Model.HParams.Vocab)
 	out := make([]int32, len(ids))
 	for i, id := range ids {
 		if id < 0 || id >= n {
-			return nil, "", badRequest(field, "%s[%d]: token %d is outside the vocabulary of %d", field, i, id, n)
+			return nil, badRequest(field, "%s[%d]: token %d is outside the vocabulary of %d", field, i, id, n)
 		}
 		out[i] = int32(id)
 	}
-	return out, e.tok.Detokenize(out, false), nil
+	return out, nil
 }
 
 // completionLogprobs are the text completion's logprobs of some tokens,
@@ -103,6 +113,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request, info *reqIn
 	}
 	e, aerr := s.entryFor(req.Model, info)
 	if aerr != nil {
+		return aerr
+	}
+	if aerr := e.generative(); aerr != nil {
 		return aerr
 	}
 	switch {

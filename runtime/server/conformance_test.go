@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,7 +47,13 @@ func TestOpenAIConformance(t *testing.T) {
 	var logs conformanceLog
 	base := server.Config{Plans: []string{plan}, Models: map[string]string{plan: gguf}, TemplateSource: tmpl, Parallel: 2, Threads: 2, Log: &logs}
 
-	mainURL := startConformanceServer(t, base)
+	// The main server serves an embedding model beside it (a synthetic
+	// BERT).
+	main := base
+	bert, bertGGUF := server.BERTPlan(t)
+	main.Plans = []string{plan, bert}
+	main.Models = map[string]string{plan: gguf, bert: bertGGUF}
+	mainURL := startConformanceServer(t, main)
 	keyed := base
 	keyed.APIKeys = []string{conformanceKey}
 	limited := base
@@ -82,6 +89,7 @@ func TestOpenAIConformance(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"AKUNU_BASE_URL="+mainURL+"/v1",
 		"AKUNU_MODEL="+conformanceModelID,
+		"AKUNU_EMBED_MODEL="+strings.TrimSuffix(filepath.Base(bert), ".plan"),
 		"AKUNU_KEYED_BASE_URL="+keyedURL+"/v1",
 		"AKUNU_KEYED_KEY="+conformanceKey,
 		"AKUNU_LIMITED_BASE_URL="+limitedURL+"/v1",

@@ -1,5 +1,5 @@
 // Package server is akunu's OpenAI-compatible HTTP server: chat and text
-// completions (streamed as server-sent events or whole), models,
+// completions (streamed as server-sent events or whole), embeddings, models,
 // tokenize/detokenize, health and metrics, over one or more loaded plans.
 //
 // Each loaded model has an engine: one goroutine that owns the model's
@@ -10,6 +10,9 @@
 // batch. The choice of which request goes to which slot, from which
 // prefix, is schedule: a pure function a test drives request by request.
 // Handlers talk to an engine only through a job and its event queue.
+// Embedding requests are jobs too: the engine embeds them between its
+// batched steps, a chunk (one packed replay) at a time, in the sequence
+// slots no session holds, so that nothing else ever touches the model.
 //
 // It owns HTTP, the OpenAI wire format, the scheduler and the model
 // registry; it must not know architectures, and it generates only through

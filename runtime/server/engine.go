@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,6 +37,20 @@ type job struct {
 	// engine's goroutine: they must be quick).
 	onToken func(at time.Time)
 	onDone  func(ev event)
+	// embed, when set, makes the job an embedding request: the engine
+	// embeds its inputs between batched steps instead of generating.
+	embed *embedWork
+}
+
+// embedWork is an embedding request's inputs and what the engine made of
+// them so far: it embeds a request of many inputs a chunk at a time, in
+// arrival order with the other requests' (embedStep). The handler reads
+// it only after the job's last event.
+type embedWork struct {
+	inputs [][]int32
+	vecs   [][]float32   // one per input embedded so far
+	took   time.Duration // in Model.Embed, the chunks it shared included
+	begun  bool
 }
 
 // end gives the job its last event.
@@ -65,6 +80,11 @@ type engine struct {
 	slots   []*slot
 	b       *runtime.Batcher
 	waiting []*job
+	// embedding are the embedding requests, in arrival order, the first
+	// possibly part done. spare is the model's sequence slots that no
+	// session holds: where Model.Embed packs inputs, one a slot.
+	embedding []*job
+	spare     int
 	// spec, when set, makes every generation speculative (spec.go).
 	spec *speculation
 	// grammars are the compiled grammars of constrained requests.
@@ -74,6 +94,7 @@ type engine struct {
 	mu       sync.Mutex
 	queued   int // jobs submitted and not yet admitted
 	running  int
+	embeds   int // embedding requests begun and not answered
 	lastUsed time.Time
 	closed   bool
 	aborted  bool
@@ -104,6 +125,7 @@ func newEngine(id string, m *runtime.Model, lock *sync.Mutex, parallel, maxQueue
 		}
 		e.slots = append(e.slots, &slot{s: s})
 	}
+	e.spare = m.Seqs() - parallel
 	go e.loop()
 	return e, nil
 }
@@ -145,7 +167,7 @@ func (e *engine) isClosed() bool {
 func (e *engine) idle() (bool, time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.queued == 0 && e.running == 0, e.lastUsed
+	return e.queued == 0 && e.running == 0 && e.embeds == 0, e.lastUsed
 }
 
 // close stops the engine: it refuses new jobs, lets the running and
@@ -184,13 +206,13 @@ func (e *engine) loop() {
 	stopping := false
 	for {
 		active := e.active()
-		if active == 0 && len(e.waiting) == 0 {
+		if active == 0 && len(e.waiting) == 0 && len(e.embedding) == 0 {
 			if stopping && len(e.jobs) == 0 {
 				return
 			}
 			select {
 			case j := <-e.jobs:
-				e.waiting = append(e.waiting, j)
+				e.take(j)
 				e.gather()
 			case <-e.stop:
 				stopping = true
@@ -205,6 +227,9 @@ func (e *engine) loop() {
 			default:
 			}
 		}
+		// Between steps nothing is in flight and no output waits to be
+		// read: the model is free for an embedding chunk.
+		e.embedStep()
 		e.admit()
 		if e.active() == 0 {
 			continue
@@ -238,7 +263,7 @@ func (e *engine) gather() {
 	for len(e.waiting) < len(e.slots) {
 		select {
 		case j := <-e.jobs:
-			e.waiting = append(e.waiting, j)
+			e.take(j)
 		case <-t.C:
 			return
 		case <-e.stop:
@@ -264,13 +289,23 @@ func (e *engine) active() int {
 	return n
 }
 
-// drain moves every submitted job into waiting, and answers those whose
-// client went away while they waited.
+// take files a submitted job: a generation waits for a slot, an
+// embedding request for embedStep.
+func (e *engine) take(j *job) {
+	if j.embed != nil {
+		e.embedding = append(e.embedding, j)
+	} else {
+		e.waiting = append(e.waiting, j)
+	}
+}
+
+// drain moves every submitted job into waiting (or embedding), and
+// answers the generations whose client went away while they waited.
 func (e *engine) drain() {
 	for {
 		select {
 		case j := <-e.jobs:
-			e.waiting = append(e.waiting, j)
+			e.take(j)
 			continue
 		default:
 		}
@@ -395,6 +430,10 @@ func (e *engine) release() {
 	for _, j := range e.waiting {
 		j.end(event{Err: errClosed})
 	}
+	for _, j := range e.embedding {
+		e.embedEnded(j)
+		j.end(event{Err: errClosed})
+	}
 	e.lock.Lock()
 	defer e.lock.Unlock()
 	for _, sl := range e.slots {
@@ -402,4 +441,153 @@ func (e *engine) release() {
 	}
 	e.spec.close()
 	e.m.Close()
+}
+
+// embedStep embeds the next chunk of the embedding requests, in arrival
+// order: as many inputs as one replay of the largest embedding program
+// packs (its rows, a free sequence slot each), at least one; while
+// generations run, only BusyPrefillRows rows, so that a long request
+// delays their next token by a short chunk, as a long prompt does.
+// Requests whose client went away are dropped first; a request is
+// answered when its last input is embedded.
+func (e *engine) embedStep() {
+	aborted := e.isAborted()
+	kept := e.embedding[:0]
+	for _, j := range e.embedding {
+		switch {
+		case aborted:
+			e.embedEnded(j)
+			j.end(event{Err: errClosed})
+		case j.ctx.Err() != nil:
+			e.embedEnded(j)
+			j.end(event{Err: j.ctx.Err()})
+		default:
+			kept = append(kept, j)
+		}
+	}
+	clear(e.embedding[len(kept):])
+	e.embedding = kept
+	if len(kept) == 0 {
+		return
+	}
+	rows := e.m.MaxEmbedTokens()
+	if e.active() > 0 && e.b.BusyPrefillRows > 0 {
+		rows = min(rows, e.b.BusyPrefillRows)
+	}
+	e.lock.Lock()
+	defer e.lock.Unlock()
+	lent := e.lend()
+	slots := e.spare + len(lent)
+	if slots == 0 {
+		return // every slot generates: wait for one to finish
+	}
+	var in [][]int32
+	var owner []*job
+	n := 0
+chunk:
+	for _, j := range kept {
+		w := j.embed
+		for _, x := range w.inputs[len(w.vecs):] {
+			if len(in) > 0 && (len(in) == slots || n+len(x) > rows) {
+				break chunk
+			}
+			if !w.begun {
+				w.begun = true
+				e.mu.Lock()
+				e.queued--
+				e.embeds++
+				e.mu.Unlock()
+			}
+			in, owner, n = append(in, x), append(owner, j), n+len(x)
+		}
+	}
+	start := time.Now()
+	vecs, err := e.m.Embed(context.Background(), in)
+	took := time.Since(start)
+	e.reopen(lent)
+	for i, j := range owner {
+		if i > 0 && owner[i-1] == j {
+			continue
+		}
+		j.embed.took += took
+	}
+	kept = e.embedding[:0]
+	for _, j := range e.embedding {
+		w := j.embed
+		switch {
+		case err != nil && slices.Contains(owner, j):
+			e.embedEnded(j)
+			j.end(event{Err: fmt.Errorf("server: %s: %w", e.id, err)})
+			continue
+		case err == nil:
+			for i, o := range owner {
+				if o == j {
+					w.vecs = append(w.vecs, vecs[i])
+				}
+			}
+			if len(w.vecs) == len(w.inputs) {
+				e.embedEnded(j)
+				j.end(event{})
+				continue
+			}
+		}
+		kept = append(kept, j)
+	}
+	clear(e.embedding[len(kept):])
+	e.embedding = kept
+}
+
+// embedEnded notes that an embedding request left: answered, failed or
+// dropped, begun or still queued.
+func (e *engine) embedEnded(j *job) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if j.embed.begun {
+		e.embeds--
+	} else {
+		e.queued--
+	}
+	e.lastUsed = time.Now()
+}
+
+// lend closes the sessions of the idle generation slots when no sequence
+// slot is spare (every slot of the plan generates), so that an embedding
+// chunk has somewhere to go; their cached prefixes are lost. reopen gives
+// them new sessions.
+func (e *engine) lend() []int {
+	if e.spare > 0 {
+		return nil
+	}
+	var lent []int
+	for i, sl := range e.slots {
+		if sl.j == nil {
+			sl.s.Close()
+			lent = append(lent, i)
+		}
+	}
+	return lent
+}
+
+// reopen gives the lent slots new sessions (Embed gave every slot it took
+// back, so there is one for each). A slot that cannot have one (it cannot
+// happen) leaves the engine.
+func (e *engine) reopen(lent []int) {
+	drop := map[int]bool{}
+	for _, i := range lent {
+		s, err := e.m.NewSession()
+		if err != nil {
+			drop[i] = true
+			continue
+		}
+		e.slots[i].s = s
+	}
+	if len(drop) > 0 {
+		kept := e.slots[:0]
+		for i, sl := range e.slots {
+			if !drop[i] {
+				kept = append(kept, sl)
+			}
+		}
+		e.slots = kept
+	}
 }

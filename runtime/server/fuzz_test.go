@@ -1,9 +1,10 @@
 package server
 
 // Fuzz targets for every parser of a request's untrusted bytes: the body
-// decoder and what reads a decoded chat or completion request (messages,
-// content parts, tools, tool_choice, response_format, template kwargs,
-// sampling knobs, stop strings, prompts as text or token ids). Whatever
+// decoder and what reads a decoded chat, completion or embedding request
+// (messages, content parts, tools, tool_choice, response_format, template
+// kwargs, sampling knobs, stop strings, prompts as text or token ids,
+// embedding inputs, encoding_format and dimensions). Whatever
 // the bytes, nothing panics, and a refusal is an *apiError of a 4xx status
 // that writes OpenAI's shape. scripts/fuzz.sh runs each for FUZZTIME.
 
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -207,5 +209,70 @@ func FuzzCompletionRequest(f *testing.F) {
 			return
 		}
 		checkOptions(t, o, e.ctx, len(ids))
+	})
+}
+
+var embeddingSeeds = []string{
+	`{"model":"bert","input":"The food was delicious and the waiter was kind."}`,
+	`{"input":["one","two","three"],"encoding_format":"float"}`,
+	`{"input":[1,2,3],"encoding_format":"base64","dimensions":64,"user":"u"}`,
+	`{"input":[[1,2],[3,4,5]]}`,
+	`{"input":[[1,2],"mixed"]}`,
+	`{"input":""}`,
+	`{"input":[]}`,
+	`{"input":[[]]}`,
+	`{"input":[""]}`,
+	`{"input":null}`,
+	`{"input":{"text":"x"}}`,
+	`{"input":[1.5]}`,
+	`{"input":[-1]}`,
+	`{"input":[99999999999]}`,
+	`{"input":"x","dimensions":0}`,
+	`{"input":"x","dimensions":"64"}`,
+	`{"input":"x","encoding_format":"hex"}`,
+	`{"input":[[[1]]]}`,
+	`{"input":"` + strings.Repeat("word ", 300) + `"}`,
+}
+
+func FuzzEmbeddingRequest(f *testing.F) {
+	for _, s := range embeddingSeeds {
+		f.Add([]byte(s))
+	}
+	// stories260K's tokenizer and vocabulary, as an embedding model of 64
+	// dimensions and inputs of at most 128 tokens.
+	e := *storiesEntry(f)
+	e.embeds, e.embedDim, e.maxEmbed = true, 64, 128
+	vocab := int(e.plan.Model.HParams.Vocab)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req embeddingRequest
+		if aerr := decodeFuzz(body, &req); aerr != nil {
+			checkRefusal(t, "decode", aerr)
+			return
+		}
+		inputs, aerr := e.embedInputs(req.Input)
+		if aerr != nil {
+			checkRefusal(t, "embedInputs", aerr)
+			return
+		}
+		if len(inputs) == 0 || len(inputs) > maxEmbedInputs {
+			t.Fatalf("%d inputs accepted", len(inputs))
+		}
+		if _, aerr := req.embedFormat(&e, inputs); aerr != nil {
+			checkRefusal(t, "embedFormat", aerr)
+			return
+		}
+		for i, in := range inputs {
+			if len(in) == 0 || len(in) > e.maxEmbed {
+				t.Fatalf("input %d of %d tokens accepted", i, len(in))
+			}
+			for _, id := range in {
+				if id < 0 || int(id) >= vocab {
+					t.Fatalf("input %d: token %d outside the vocabulary of %d", i, id, vocab)
+				}
+			}
+		}
+		if req.Dimensions != nil && *req.Dimensions != e.embedDim {
+			t.Fatalf("dimensions %d accepted", *req.Dimensions)
+		}
 	})
 }

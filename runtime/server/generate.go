@@ -64,20 +64,11 @@ func (s *Server) run(r *http.Request, info *reqInfo, g *generation) (*outcome, *
 			s.met.generation(id, len(g.ids), j.cached, len(res.Tokens), res.PromptTime, res.DecodeTime, res.Stop == runtime.StopCancelled)
 		}
 	}
-	for try := 0; ; try++ {
-		err := g.eng.submit(j)
-		if err == nil {
-			break
-		}
-		// The engine was unloaded between acquire and submit (idle,
-		// evicted): load the model again, unless the server stops.
-		if !errors.Is(err, errClosed) || try == 2 {
-			return nil, errorFor(err)
-		}
-		if g.eng, err = s.reg.acquire(ctx, g.e); err != nil {
-			return nil, errorFor(err)
-		}
+	eng, aerr := s.submit(ctx, g.e, g.eng, j)
+	if aerr != nil {
+		return nil, aerr
 	}
+	g.eng = eng
 	if g.started != nil {
 		if err := g.started(); err != nil {
 			return nil, errorFor(context.Canceled)

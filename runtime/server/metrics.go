@@ -63,6 +63,12 @@ type modelStats struct {
 	Cancelled        uint64  `json:"cancelled"`
 	Loads            uint64  `json:"loads"`
 	Unloads          uint64  `json:"unloads"`
+	// Embedding requests answered, their inputs and tokens, and the time
+	// the model spent on them.
+	EmbeddingRequests uint64  `json:"embedding_requests"`
+	EmbeddingInputs   uint64  `json:"embedding_inputs"`
+	EmbeddingTokens   uint64  `json:"embedding_tokens"`
+	EmbeddingSeconds  float64 `json:"embedding_seconds"`
 
 	ttft, gap *histogram
 }
@@ -123,6 +129,17 @@ func (m *metrics) generation(id string, prompt, cached, completion int, promptTi
 	if cancelled {
 		s.Cancelled++
 	}
+}
+
+// embedding records an answered embedding request of model id.
+func (m *metrics) embedding(id string, inputs, tokens int, took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.model(id)
+	s.EmbeddingRequests++
+	s.EmbeddingInputs += uint64(inputs)
+	s.EmbeddingTokens += uint64(tokens)
+	s.EmbeddingSeconds += took.Seconds()
 }
 
 func (m *metrics) loaded(id string, unload bool) {
@@ -190,6 +207,10 @@ func (m *metrics) snapshot(gauges map[string]gauge) any {
 		t.Cancelled += s.Cancelled
 		t.Loads += s.Loads
 		t.Unloads += s.Unloads
+		t.EmbeddingRequests += s.EmbeddingRequests
+		t.EmbeddingInputs += s.EmbeddingInputs
+		t.EmbeddingTokens += s.EmbeddingTokens
+		t.EmbeddingSeconds += s.EmbeddingSeconds
 		t.SlotsBusy += g.SlotsBusy
 		t.Queued += g.Queued
 	}
@@ -242,6 +263,10 @@ func (m *metrics) prometheus(w io.Writer, gauges map[string]gauge) {
 	counter("akunu_prompt_seconds_total", "Time spent on prompts (prefill and first token).", func(s *modelStats) float64 { return s.PromptSeconds })
 	counter("akunu_decode_seconds_total", "Time spent generating after the first token.", func(s *modelStats) float64 { return s.DecodeSeconds })
 	counter("akunu_cancelled_total", "Generations cancelled (the client went away).", func(s *modelStats) float64 { return float64(s.Cancelled) })
+	counter("akunu_embedding_requests_total", "Embedding requests answered.", func(s *modelStats) float64 { return float64(s.EmbeddingRequests) })
+	counter("akunu_embedding_inputs_total", "Inputs embedded.", func(s *modelStats) float64 { return float64(s.EmbeddingInputs) })
+	counter("akunu_embedding_tokens_total", "Tokens of the inputs embedded.", func(s *modelStats) float64 { return float64(s.EmbeddingTokens) })
+	counter("akunu_embedding_seconds_total", "Time the model spent embedding.", func(s *modelStats) float64 { return s.EmbeddingSeconds })
 	gaugeOf := func(name, help string, f func(gauge) float64) {
 		head(name, "gauge", help)
 		for _, id := range ids {

@@ -32,6 +32,18 @@ type entry struct {
 	ctx     int   // a request's context
 	memory  int64 // bytes loaded (estimate: every buffer, KV per slot)
 	created time.Time
+	// What the plan does: generate (decode programs), embed (embedding
+	// programs), or both (a decoder compiled with --pooling).
+	generates, embeds bool
+	// parallel is the generation slots (a session each; 0 for an
+	// embedding model); seqs the KV sequence slots the model loads with:
+	// parallel, plus the free ones an embedding call packs inputs into.
+	parallel, seqs int
+	// embedDim is the length of the model's embeddings and maxEmbed the
+	// most tokens one input may have (runtime.Model's EmbeddingDim and
+	// MaxEmbedTokens, read from the plan so that a request is checked
+	// before its model loads; within ctx).
+	embedDim, maxEmbed int
 
 	// Under registry.mu.
 	eng     *engine
@@ -71,15 +83,23 @@ func newRegistry(cfg Config, met *metrics, logf func(string, ...any)) (*registry
 		}
 		seen[strings.ToLower(id)] = path
 		e := &entry{id: id, path: path, plan: p, ctx: int(p.Model.HParams.Ctx), created: time.Now()}
+		e.kinds()
 		if cfg.Ctx > 0 {
-			if cfg.Ctx > e.ctx {
+			// An embedding model's context is its encoder's (often 512): a
+			// --ctx meant for the decoders beside it only bounds it.
+			if cfg.Ctx > e.ctx && e.generates {
 				return nil, fmt.Errorf("server: --ctx %d exceeds %s's context of %d (compile the plan with a larger one)", cfg.Ctx, path, e.ctx)
 			}
-			e.ctx = cfg.Ctx
+			e.ctx = min(e.ctx, cfg.Ctx)
 		}
-		if limit := int(p.Header.Target.Tuning.Seqs()); cfg.Parallel > limit {
+		e.maxEmbed = min(e.maxEmbed, e.ctx)
+		if limit := int(p.Header.Target.Tuning.Seqs()); e.generates && cfg.Parallel > limit {
 			return nil, fmt.Errorf("server: --parallel %d exceeds %s's %d sequence slots (compile it with --max-seqs %d)", cfg.Parallel, path, limit, cfg.Parallel)
 		}
+		if e.generates {
+			e.parallel = cfg.Parallel
+		}
+		e.seqs = seqsOf(p, e.parallel, e.embeds)
 		e.model = cfg.Models[path]
 		if e.model == "" {
 			e.model = runtime.ModelPathFor(path, p)
@@ -90,28 +110,86 @@ func newRegistry(cfg Config, met *metrics, logf func(string, ...any)) (*registry
 		if e.tok, err = runtime.Tokenizer(&p.Model.Tokenizer); err != nil {
 			return nil, fmt.Errorf("server: %s: %w", path, err)
 		}
-		if cfg.TemplateSource != "" {
+		switch {
+		case !e.generates:
+			e.tmplErr = errors.New("an embedding model does not chat")
+		case cfg.TemplateSource != "":
 			if e.tmpl, err = chat.ParseNamed("--chat-template-file", cfg.TemplateSource); err != nil {
 				return nil, fmt.Errorf("server: %w", err)
 			}
-		} else {
+		default:
 			e.tmpl, e.tmplErr = chat.Select(p.Model.Tokenizer.ChatTemplate, cfg.Template)
 		}
 		// Derived from the template in use (a --template or
-		// --chat-template-file may replace the plan's), once per model.
-		if e.tools, err = toolcall.FormatFor(e.tmpl, cfg.ToolFormat); err != nil {
-			if cfg.ToolFormat != "" {
-				return nil, fmt.Errorf("server: --tool-format: %w", err)
+		// --chat-template-file may replace the plan's), once per model
+		// that writes text.
+		if e.generates {
+			if e.tools, err = toolcall.FormatFor(e.tmpl, cfg.ToolFormat); err != nil {
+				if cfg.ToolFormat != "" {
+					return nil, fmt.Errorf("server: --tool-format: %w", err)
+				}
+				logf("server: %s: %v (its output is all content)", path, err)
 			}
-			logf("server: %s: %v (its output is all content)", path, err)
 		}
-		e.memory = memoryOf(p, cfg.Parallel)
+		e.memory = memoryOf(p, e.seqs)
 		if cfg.MemoryBudget > 0 && e.memory > cfg.MemoryBudget {
-			return nil, fmt.Errorf("server: %s needs %d bytes with %d slots, more than the memory budget of %d", path, e.memory, cfg.Parallel, cfg.MemoryBudget)
+			return nil, fmt.Errorf("server: %s needs %d bytes with %d slots, more than the memory budget of %d", path, e.memory, e.seqs, cfg.MemoryBudget)
 		}
 		r.entries = append(r.entries, e)
 	}
 	return r, nil
+}
+
+// kinds reads what e's plan does (generate, embed) and, for embedding,
+// the length of its vectors and the most tokens of one input, as
+// runtime.Model's EmbeddingDim and MaxEmbedTokens do.
+func (e *entry) kinds() {
+	p := e.plan
+	for _, pr := range p.Programs {
+		if pr.Kind == plans.KindEmbed {
+			e.embeds = true
+			e.maxEmbed = max(e.maxEmbed, int(pr.Batch))
+		} else {
+			e.generates = true
+		}
+	}
+	e.maxEmbed = min(e.maxEmbed, int(p.Model.HParams.Ctx))
+	for _, b := range p.Buffers {
+		if b.Kind == plans.BufIO && b.Role == "embeddings" && len(b.Shape) == 2 {
+			e.embedDim = int(b.Shape[0])
+		}
+	}
+}
+
+// embedKVBudget bounds the KV cache that a model's embedding calls pack
+// their inputs into: each input of a replay takes a sequence slot of the
+// plan's whole context (akunu embed loads with the same bound).
+const embedKVBudget = 1 << 30
+
+// seqsOf is the KV sequence slots to load p with: parallel for its
+// generations and, when it embeds, as many more as one embedding replay
+// packs inputs into (what parallel leaves of the plan's max_seqs), within
+// embedKVBudget, at least one for an embedding model. A model that
+// generates on every slot of its plan embeds in the slots its idle
+// generations lend (engine.embedStep).
+func seqsOf(p *plans.Plan, parallel int, embeds bool) int {
+	if !embeds {
+		return parallel
+	}
+	var slot uint64
+	for _, b := range p.Buffers {
+		if b.Kind == plans.BufKV {
+			slot += b.Size
+		}
+	}
+	spare := int(p.Header.Target.Tuning.Seqs()) - parallel
+	if slot > 0 {
+		spare = min(spare, int(embedKVBudget/slot))
+	}
+	if parallel == 0 {
+		spare = max(spare, 1)
+	}
+	return parallel + max(spare, 0)
 }
 
 // memoryOf estimates the bytes a model holds when loaded with seqs slots:
@@ -248,7 +326,11 @@ func (r *registry) load(e *entry) {
 		return
 	}
 	r.met.loaded(e.id, false)
-	r.log("loaded %s (%s, %d slots, context %d) in %s", e.id, e.model, r.cfg.Parallel, e.ctx, time.Since(start).Round(time.Millisecond))
+	slots := fmt.Sprintf("%d slots", e.parallel)
+	if e.embeds {
+		slots += fmt.Sprintf(", %d for embeddings", e.seqs-e.parallel)
+	}
+	r.log("loaded %s (%s, %s, context %d) in %s", e.id, e.model, slots, e.ctx, time.Since(start).Round(time.Millisecond))
 	if closed {
 		eng.close(context.Background())
 	}
@@ -269,7 +351,7 @@ func (r *registry) start(e *entry) (*engine, error) {
 		}
 		r.be = be
 	}
-	m, err := runtime.New(e.plan, runtime.Options{Model: e.model, Backend: r.be, Seqs: r.cfg.Parallel, VerifyWeights: r.cfg.VerifyWeights})
+	m, err := runtime.New(e.plan, runtime.Options{Model: e.model, Backend: r.be, Seqs: e.seqs, VerifyWeights: r.cfg.VerifyWeights})
 	if err != nil {
 		return nil, err
 	}
@@ -277,13 +359,13 @@ func (r *registry) start(e *entry) (*engine, error) {
 		r.log("%s: %s", e.id, m.WeightCheck)
 	}
 	var spec *speculation
-	if sp, ok := r.cfg.specFor(e.path); ok {
-		if spec, err = newSpeculation(sp, m, r.cfg.Parallel); err != nil {
+	if sp, ok := r.cfg.specFor(e.path); ok && e.generates {
+		if spec, err = newSpeculation(sp, m, e.parallel); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("server: %s: %w", e.id, err)
 		}
 	}
-	return newEngine(e.id, m, &r.lock, r.cfg.Parallel, r.cfg.MaxQueue, r.cfg.PrefillRows, r.cfg.BusyPrefillRows, spec)
+	return newEngine(e.id, m, &r.lock, e.parallel, r.cfg.MaxQueue, r.cfg.PrefillRows, r.cfg.BusyPrefillRows, spec)
 }
 
 // unload unloads e's model once its requests finish (ctx ending first
@@ -339,7 +421,7 @@ func (r *registry) gauges() map[string]gauge {
 		g := gauge{}
 		if e.eng != nil {
 			q, run := e.eng.load()
-			g = gauge{Loaded: true, Slots: r.cfg.Parallel, SlotsBusy: run, Queued: q, MemoryBytes: e.memory}
+			g = gauge{Loaded: true, Slots: e.parallel, SlotsBusy: run, Queued: q, MemoryBytes: e.memory}
 		}
 		out[e.id] = g
 	}

@@ -505,6 +505,8 @@ func TestPrometheusText(t *testing.T) {
 		m.generation("a", 100, 40, 20, time.Second, 2*time.Second, false)
 		m.generation("a", 10, 0, 3, time.Millisecond, time.Millisecond, true)
 		m.loaded("a", false)
+		m.embedding("a", 3, 30, time.Second)
+		m.embedding("a", 1, 5, time.Second)
 		var b strings.Builder
 		m.prometheus(&b, map[string]gauge{"a": {Loaded: true, Slots: 4, SlotsBusy: 1, Queued: 2, MemoryBytes: 1 << 20}, "b": {}})
 		s := checkPrometheus(t, b.String())
@@ -516,6 +518,11 @@ func TestPrometheusText(t *testing.T) {
 			`akunu_prompt_tokens_cached_total{model="a"}`:                     40,
 			`akunu_completion_tokens_total{model="a"}`:                        23,
 			`akunu_cancelled_total{model="a"}`:                                1,
+			`akunu_embedding_requests_total{model="a"}`:                       2,
+			`akunu_embedding_inputs_total{model="a"}`:                         4,
+			`akunu_embedding_tokens_total{model="a"}`:                         35,
+			`akunu_embedding_seconds_total{model="a"}`:                        2,
+			`akunu_embedding_requests_total{model="b"}`:                       0,
 			`akunu_model_loaded{model="a"}`:                                   1,
 			`akunu_model_loaded{model="b"}`:                                   0,
 			`akunu_queue_depth{model="a"}`:                                    2,

@@ -24,12 +24,20 @@ type modelMeta struct {
 	Slots        int    `json:"slots"`
 	MemoryBytes  int64  `json:"memory_bytes"`
 	ChatTemplate bool   `json:"chat_template"`
+	// Generates: chat and text completions; Embeddings: POST
+	// /v1/embeddings, vectors of EmbeddingDim, inputs of at most
+	// MaxEmbedTokens tokens.
+	Generates      bool `json:"generates"`
+	Embeddings     bool `json:"embeddings"`
+	EmbeddingDim   int  `json:"embedding_dim,omitempty"`
+	MaxEmbedTokens int  `json:"max_embedding_tokens,omitempty"`
 }
 
 func (s *Server) modelObject(e *entry, g gauge) modelObject {
 	return modelObject{ID: e.id, Object: "model", Created: e.created.Unix(), OwnedBy: s.cfg.Name,
 		Meta: modelMeta{Loaded: g.Loaded, Plan: e.path, Arch: e.plan.Model.HParams.Arch, Ctx: e.ctx, Vocab: int(e.plan.Model.HParams.Vocab),
-			Slots: s.cfg.Parallel, MemoryBytes: e.memory, ChatTemplate: e.tmpl != nil}}
+			Slots: e.parallel, MemoryBytes: e.memory, ChatTemplate: e.tmpl != nil,
+			Generates: e.generates, Embeddings: e.embeds, EmbeddingDim: e.embedDim, MaxEmbedTokens: e.maxEmbed}}
 }
 
 // listModels is GET /v1/models.

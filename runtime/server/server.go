@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/akunu-dev/akunu/runtime"
 )
 
 // Server is akunu's OpenAI-compatible server over a set of plans.
@@ -164,6 +166,7 @@ func (s *Server) routes() {
 	for _, rt := range []route{
 		{"POST /v1/chat/completions", s.chatCompletions, false},
 		{"POST /v1/completions", s.completions, false},
+		{"POST /v1/embeddings", s.embeddings, false},
 		{"GET /v1/models", s.listModels, false},
 		{"GET /v1/models/{id...}", s.getModel, false},
 		{"POST /v1/models/load", s.loadModel, false},
@@ -180,6 +183,7 @@ func (s *Server) routes() {
 	// Aliases llama.cpp's server answers.
 	s.mux.Handle("POST /chat/completions", s.wrap(route{"POST /v1/chat/completions", s.chatCompletions, false}))
 	s.mux.Handle("POST /completions", s.wrap(route{"POST /v1/completions", s.completions, false}))
+	s.mux.Handle("POST /embeddings", s.wrap(route{"POST /v1/embeddings", s.embeddings, false}))
 	s.mux.Handle("POST /tokenize", s.wrap(route{"POST /v1/tokenize", s.tokenize, false}))
 	s.mux.Handle("POST /detokenize", s.wrap(route{"POST /v1/detokenize", s.detokenize, false}))
 	s.mux.Handle("POST /apply-template", s.wrap(route{"POST /v1/chat/template", s.applyTemplate, false}))
@@ -227,6 +231,9 @@ type reqInfo struct {
 	promptTime time.Duration
 	decodeTime time.Duration
 	finish     string
+	// inputs, for an embedding request: its inputs (prompt is their
+	// tokens, promptTime the model's time on them).
+	inputs int
 }
 
 // wrap adds what every route has: the log lines, the key and the rate
@@ -265,7 +272,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, info *reqInfo, h 
 	if info.model != "" {
 		line += " model=" + info.model
 	}
-	if info.prompt > 0 || info.completion > 0 {
+	if info.inputs > 0 {
+		line += fmt.Sprintf(" inputs=%d tokens=%d", info.inputs, info.prompt)
+		if info.promptTime > 0 {
+			line += fmt.Sprintf(" embed=%.1ftok/s", float64(info.prompt)/info.promptTime.Seconds())
+		}
+	} else if info.prompt > 0 || info.completion > 0 {
 		line += fmt.Sprintf(" prompt=%d cached=%d completion=%d", info.prompt, info.cached, info.completion)
 		if fed := info.prompt - info.cached; fed > 0 && info.promptTime > 0 {
 			line += fmt.Sprintf(" prefill=%.1ftok/s", float64(fed)/info.promptTime.Seconds())
@@ -421,6 +433,9 @@ func errorFor(err error) *apiError {
 		return unavailable(time.Second, "the server is shutting down or the model was unloaded: retry")
 	case errors.Is(err, errNoMemory):
 		return unavailable(5*time.Second, "%v", err)
+	case errors.Is(err, runtime.ErrNotGenerative):
+		// Handlers refuse such a request before it reaches the model.
+		return badRequest("model", "%v", err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return &apiError{Status: 499, Type: typeInvalid, Message: "the client closed the request"}
 	}

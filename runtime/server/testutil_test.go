@@ -119,6 +119,9 @@ func TestMain(m *testing.M) {
 	if compiled.dir != "" {
 		os.RemoveAll(compiled.dir)
 	}
+	if embedCompiled.dir != "" {
+		os.RemoveAll(embedCompiled.dir)
+	}
 	os.Exit(code)
 }
 

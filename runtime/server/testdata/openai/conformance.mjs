@@ -14,8 +14,11 @@
 //   AKUNU_KEYED_KEY
 //   AKUNU_LIMITED_BASE_URL  a server with a rate limit of AKUNU_LIMITED_RPM
 //   AKUNU_LIMITED_RPM       requests a minute, not used by anything else
+//   AKUNU_EMBED_MODEL       an embedding model (no decode programs) of the
+//                           AKUNU_BASE_URL server
 //
-// (the cases of the keyed and limited servers are skipped without them).
+// (the cases of the keyed and limited servers and of the embedding model
+// are skipped without them).
 // Each case prints one line; a failed one says what it expected and what it
 // got, and the script exits 1.
 
@@ -45,6 +48,7 @@ const KEYED_BASE = process.env.AKUNU_KEYED_BASE_URL;
 const KEYED_KEY = process.env.AKUNU_KEYED_KEY;
 const LIMITED_BASE = process.env.AKUNU_LIMITED_BASE_URL;
 const LIMITED_RPM = Number(process.env.AKUNU_LIMITED_RPM || 0);
+const EMBED_MODEL = process.env.AKUNU_EMBED_MODEL;
 
 const client = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 0, timeout: 60_000 });
 
@@ -641,6 +645,82 @@ test('tools: tool_choice required gives tool_calls the SDK reads, finish_reason 
   }
   ok(!content.includes('<tool_call') && !content.includes('</tool_call'), 'the streamed content: expected no part of a tag', content);
   deepEq('the streamed calls', calls, [{ name: call.function.name, args: call.function.arguments }]);
+});
+
+// ---- embeddings (issue 17) -------------------------------------------------
+
+const EMBED_TEXTS = ['hello world', 'a second, longer text about embeddings', 'x'];
+
+function needEmbedModel() {
+  if (!EMBED_MODEL) throw new SkipCase('AKUNU_EMBED_MODEL is not set');
+}
+
+// checkEmbeddings holds a create() result to OpenAI's shape: a unit vector
+// of dim numbers per input, in order, and usage counting tokens tokens.
+function checkEmbeddings(what, r, n, dim, tokens) {
+  eq(`${what}: object`, r.object, 'list');
+  eq(`${what}: model`, r.model, EMBED_MODEL);
+  eq(`${what}: data.length`, r.data.length, n);
+  r.data.forEach((d, i) => {
+    eq(`${what}: data[${i}].object`, d.object, 'embedding');
+    eq(`${what}: data[${i}].index`, d.index, i);
+    ok(Array.isArray(d.embedding) && d.embedding.every((x) => typeof x === 'number' && Number.isFinite(x)), `${what}: data[${i}].embedding: expected an array of numbers`, d.embedding);
+    eq(`${what}: data[${i}].embedding.length`, d.embedding.length, dim);
+    near(`${what}: data[${i}]'s norm`, Math.hypot(...d.embedding), 1, 1e-4);
+  });
+  eq(`${what}: usage.prompt_tokens`, r.usage.prompt_tokens, tokens);
+  eq(`${what}: usage.total_tokens`, r.usage.total_tokens, tokens);
+}
+
+test('embeddings: create() (base64 on the wire, decoded by the SDK) and encoding_format float give the same unit vectors', async () => {
+  needEmbedModel();
+  const m = await client.models.retrieve(EMBED_MODEL);
+  const dim = m.meta?.embedding_dim;
+  ok(Number.isInteger(dim) && dim > 0, 'models.retrieve: expected meta.embedding_dim', m.meta);
+  let tokens = 0;
+  for (const content of EMBED_TEXTS) {
+    const t = await post('/tokenize', { model: EMBED_MODEL, content, add_special: true, parse_special: false });
+    tokens += t.tokens.length;
+  }
+  const b64 = await client.embeddings.create({ model: EMBED_MODEL, input: EMBED_TEXTS });
+  const flt = await client.embeddings.create({ model: EMBED_MODEL, input: EMBED_TEXTS, encoding_format: 'float' });
+  checkEmbeddings('default (base64)', b64, EMBED_TEXTS.length, dim, tokens);
+  checkEmbeddings('float', flt, EMBED_TEXTS.length, dim, tokens);
+  // JSON carries each float32 in its shortest decimal form: rounded to
+  // float32 it is the value base64 carries, bit for bit.
+  b64.data.forEach((d, i) => {
+    const diff = d.embedding.findIndex((x, k) => x !== Math.fround(flt.data[i].embedding[k]));
+    ok(diff < 0, `data[${i}]: base64 and float differ at element ${diff}`, [d.embedding[diff], flt.data[i].embedding[diff]]);
+  });
+  const one = await client.embeddings.create({ model: EMBED_MODEL, input: EMBED_TEXTS[1], dimensions: dim });
+  eq('a single string: data.length', one.data.length, 1);
+  ok(one.data[0].embedding.every((x, k) => x === b64.data[1].embedding[k]), 'a single string: expected the vector it has in an array', one.data[0].embedding.slice(0, 4));
+});
+
+test('embeddings: token ids, and arrays of them, embed as the text they tokenize to', async () => {
+  needEmbedModel();
+  const t = await post('/tokenize', { model: EMBED_MODEL, content: EMBED_TEXTS[0], add_special: true, parse_special: false });
+  const text = await client.embeddings.create({ model: EMBED_MODEL, input: EMBED_TEXTS[0] });
+  const ids = await client.embeddings.create({ model: EMBED_MODEL, input: t.tokens });
+  const idss = await client.embeddings.create({ model: EMBED_MODEL, input: [t.tokens, t.tokens] });
+  eq('input: [[ids], [ids]]: data.length', idss.data.length, 2);
+  for (const [what, r] of [['input: [ids]', ids.data[0]], ['input: [[ids], [ids]] [0]', idss.data[0]], ['input: [[ids], [ids]] [1]', idss.data[1]]]) {
+    ok(r.embedding.every((x, k) => x === text.data[0].embedding[k]), `${what}: expected the text's vector`, r.embedding.slice(0, 4));
+  }
+  eq('input: [ids]: usage.prompt_tokens', ids.usage.prompt_tokens, t.tokens.length);
+});
+
+test('errors: embeddings a model cannot give, and chat with an embedding model, are BadRequestErrors naming the field', async () => {
+  needEmbedModel();
+  await expectError('embeddings of a generative model', () => client.embeddings.create({ model: MODEL, input: 'hi' }), OpenAI.BadRequestError, 400, { param: 'model', type: 'invalid_request_error' });
+  await expectError('chat with an embedding model', () => client.chat.completions.create({ ...GREEDY, model: EMBED_MODEL }), OpenAI.BadRequestError, 400, { param: 'model' });
+  await expectError('a streamed chat with an embedding model', () => streamChat({ ...GREEDY, model: EMBED_MODEL }), OpenAI.BadRequestError, 400, { param: 'model' });
+  await expectError('completions with an embedding model', () => client.completions.create({ ...GREEDY_TEXT, model: EMBED_MODEL }), OpenAI.BadRequestError, 400, { param: 'model' });
+  await expectError('an empty input', () => client.embeddings.create({ model: EMBED_MODEL, input: '' }), OpenAI.BadRequestError, 400, { param: 'input' });
+  await expectError('an empty array', () => client.embeddings.create({ model: EMBED_MODEL, input: [] }), OpenAI.BadRequestError, 400, { param: 'input' });
+  await expectError('other dimensions', () => client.embeddings.create({ model: EMBED_MODEL, input: 'hi', dimensions: 3 }), OpenAI.BadRequestError, 400, { param: 'dimensions' });
+  const long = 'hello world '.repeat(2000);
+  await expectError('an input past the context', () => client.embeddings.create({ model: EMBED_MODEL, input: long }), OpenAI.BadRequestError, 400, { param: 'input', code: 'context_length_exceeded' });
 });
 
 // ---- run -------------------------------------------------------------------
