@@ -171,6 +171,9 @@ func TestPatchableOffsetsAreTheFieldsOffsets(t *testing.T) {
 		"simd_gemm_q4_0":             {"batch": 0},
 		"gumbel_topk_f16":            {"position": 12},
 		"pool_f16":                   {"batch": 4},
+		"moe_route_f16":              {"batch": 8},
+		"gemv_id_q4_k":               {"batch": 12},
+		"moe_sum_f32":                {"batch": 8},
 	} {
 		k, ok := Lookup(name)
 		if !ok {

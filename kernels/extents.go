@@ -235,6 +235,12 @@ func extentRule(r *rule) {
 		elementwiseRule(r)
 	case OpPool:
 		poolRule(r)
+	case OpMoERoute:
+		moeRouteRule(r)
+	case OpGEMVID:
+		gemvIDRule(r)
+	case OpMoESum:
+		moeSumRule(r)
 	default:
 		r.fail("no extent rule for op %v", r.k.Op)
 	}
@@ -500,4 +506,50 @@ func poolRule(r *rule) {
 	r.need("x", matrix(batch, as, dim, r.actSize()), "the batch's rows of a_stride, dim each")
 	r.need("ranges", mul(rows, 2, 4), "n_rows ranges of two uint32")
 	r.need("out", mul(rows, dim, 4), "n_rows×dim floats")
+}
+
+// moeRouteRule: the logits of n_rows rows, k ids and k weights a row; the
+// limits are the kernel's (moeRouteGeometry): its threadgroup memory holds
+// a row, lane j keeps slot j.
+func moeRouteRule(r *rule) {
+	ne, kk, rows, as := r.pos1("n_expert"), r.pos1("k"), r.u("n_rows"), r.u("a_stride")
+	r.atMost("n_expert", ne, "moe_route's limit", MoEMaxExperts)
+	r.atMost("k", kk, "min(32, n_expert)", min(MoEMaxSlots, ne))
+	r.atMost("n_expert", ne, "a_stride", max(as, boolTo(rows <= 1, ne)))
+	r.need("logits", matrix(rows, as, ne, r.actSize()), "n_rows rows of a_stride, n_expert each")
+	r.need("ids", mul(rows, kk, 4), "n_rows×k uint32 ids")
+	r.need("weights", mul(rows, kk, 4), "n_rows×k floats")
+}
+
+// gemvIDRule: W holds n_expert matrices (an id at or past n_expert reads
+// none: the kernels give zeros for it), x the slots' vectors, y the rows
+// of n_slots outputs that do not overlap. With vec_x the GPU kernels load
+// x in 16-byte vectors, so its strides keep a slot's start aligned.
+func gemvIDRule(r *rule) {
+	n, k, ns, ne := r.pos1("n"), r.pos1("k"), r.pos1("n_slots"), r.pos1("n_expert")
+	rows, xs, xsl, ys := r.u("n_rows"), r.u("x_stride"), r.u("x_slot"), r.u("y_stride")
+	es := r.actSize()
+	r.atMost("n_slots×n", mul(ns, n), "y_stride", max(ys, boolTo(rows <= 1, mul(ns, n))))
+	if r.on("vec_x") && (mul(xs, es)%16 != 0 || mul(xsl, es)%16 != 0) {
+		r.fail("vec_x with x_stride %d and x_slot %d: a slot's x would not start 16-byte aligned", xs, xsl)
+	}
+	r.need("w", r.weightRows("k", mul(ne, n), k), "n_expert×n×k weights")
+	if rows > 0 {
+		last := add(add(mul(rows-1, xs), mul(ns-1, xsl)), k)
+		r.need("x", mul(last, es), "n_rows rows of x_stride, n_slots slots of x_slot, k each")
+	}
+	r.need("ids", mul(rows, ns, 4), "n_rows×n_slots uint32 ids")
+	r.need("y", matrix(rows, ys, mul(ns, n), es), "n_rows rows of y_stride, n_slots×n each")
+}
+
+func moeSumRule(r *rule) {
+	n, ns, rows := r.pos1("n"), r.pos1("n_slots"), r.u("n_rows")
+	ys, os := r.u("y_stride"), r.u("out_stride")
+	one := rows <= 1
+	r.atMost("n_slots×n", mul(ns, n), "y_stride", max(ys, boolTo(one, mul(ns, n))))
+	r.atMost("n", n, "out_stride", max(os, boolTo(one, n)))
+	es := r.actSize()
+	r.need("y", matrix(rows, ys, mul(ns, n), es), "n_rows rows of y_stride, n_slots×n each")
+	r.need("weights", mul(rows, ns, 4), "n_rows×n_slots floats")
+	r.need("out", matrix(rows, os, n, es), "n_rows rows of out_stride, n each")
 }

@@ -79,10 +79,14 @@ func TestEveryKernelHasAShapeRecovery(t *testing.T) {
 	tune := chips.Tuning{NormTG: 256}
 	for _, k := range All() {
 		params := make([]byte, k.Params.Size)
-		for _, f := range []string{"n", "k", "m", "dim", "n_rows", "n_cols", "n_tokens", "n_heads", "n_kv_heads", "head_dim", "head_dim_v", "max_ctx", "vocab"} {
+		for _, f := range []string{"n", "k", "m", "dim", "n_rows", "n_cols", "n_tokens", "n_heads", "n_kv_heads", "head_dim", "head_dim_v", "max_ctx", "vocab",
+			"n_expert", "n_slots"} {
 			if fl, ok := k.Params.Field(f); ok {
 				binary.LittleEndian.PutUint32(params[fl.Offset:], 256)
 			}
+		}
+		if fl, ok := k.Params.Field("k"); ok && k.Op == OpMoERoute { // 32 experts a row at most
+			binary.LittleEndian.PutUint32(params[fl.Offset:], 8)
 		}
 		if fl, ok := k.Params.Field("m"); ok && k.Variant&Small != 0 {
 			binary.LittleEndian.PutUint32(params[fl.Offset:], 4)
@@ -157,4 +161,135 @@ func TestPoolExtents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMoEExtents: the three MoE kernels' rules name what does not fit:
+// moe_route's logits, ids and weights and its limits (1024 experts, k up
+// to min(32, experts)); gemv_id's n_expert matrices, the slots of x it
+// reads, its ids and non-overlapping rows of y, and vec_x's alignment;
+// moe_sum's y, weights and out.
+func TestMoEExtents(t *testing.T) {
+	check := func(t *testing.T, name string, p any, avail map[string]uint64, consts map[string]uint32, want string) {
+		t.Helper()
+		k, ok := Lookup(name)
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		a := make([]uint64, len(k.Bindings))
+		for _, b := range k.Bindings {
+			a[b.Slot] = avail[b.Name]
+		}
+		x := &Extents{Params: Encode(p), Avail: a, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants)), Batch: 16}
+		for i, c := range k.Constants {
+			if v, ok := consts[c.Name]; ok {
+				x.Constants[i], x.Set[i] = v, true
+			}
+		}
+		err := k.CheckExtents(x)
+		switch {
+		case want == "" && err != nil:
+			t.Fatalf("refused: %v", err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrExtent)):
+			t.Fatalf("got %v, want an ErrExtent naming %q", err, want)
+		}
+	}
+	t.Run("moe_route", func(t *testing.T) {
+		const ne, kk, rows, as = 60, 4, 5, 64
+		fit := map[string]uint64{"logits": ((rows-1)*as + ne) * 2, "ids": rows * kk * 4, "weights": rows * kk * 4}
+		with := func(name string, v uint64) map[string]uint64 {
+			m := map[string]uint64{}
+			for n, b := range fit {
+				m[n] = b
+			}
+			m[name] = v
+			return m
+		}
+		p := MoERouteParams{NExpert: ne, K: kk, NRows: rows, AStride: as}
+		for _, tt := range []struct {
+			what  string
+			p     MoERouteParams
+			avail map[string]uint64
+			want  string
+		}{
+			{"fits exactly", p, fit, ""},
+			{"logits one row short", p, with("logits", fit["logits"]-2*as), "binding logits"},
+			{"ids one short", p, with("ids", fit["ids"]-4), "binding ids"},
+			{"weights one short", p, with("weights", fit["weights"]-4), "binding weights"},
+			{"a stride below the experts", MoERouteParams{NExpert: ne, K: kk, NRows: rows, AStride: ne - 1}, fit, "exceeds a_stride"},
+			{"k of 0", MoERouteParams{NExpert: ne, NRows: rows, AStride: as}, fit, "k is 0"},
+			{"k of 33", MoERouteParams{NExpert: ne, K: 33, NRows: rows, AStride: as}, with("ids", 1<<20), "k 33 exceeds min(32, n_expert)"},
+			{"k past the experts", MoERouteParams{NExpert: 3, K: 4, NRows: rows, AStride: as}, fit, "k 4 exceeds min(32, n_expert) 3"},
+			{"1025 experts", MoERouteParams{NExpert: 1025, K: 4, NRows: 1, AStride: 1025}, with("logits", 1<<20), "n_expert 1025 exceeds moe_route's limit"},
+		} {
+			t.Run(tt.what, func(t *testing.T) { check(t, "moe_route_f16", tt.p, tt.avail, nil, tt.want) })
+		}
+	})
+	t.Run("gemv_id", func(t *testing.T) {
+		const n, kk, ns, ne, rows = 64, 512, 4, 8, 3
+		w := uint64(ne * n * kk / 32 * 18) // Q4_0
+		p := GEMVIDParams{N: n, K: kk, NSlots: ns, NRows: rows, NExpert: ne, XStride: ns * kk, XSlot: kk, YStride: ns * n}
+		fit := map[string]uint64{"w": w, "x": rows * ns * kk * 2, "ids": rows * ns * 4, "y": rows * ns * n * 2}
+		with := func(name string, v uint64) map[string]uint64 {
+			m := map[string]uint64{}
+			for n, b := range fit {
+				m[n] = b
+			}
+			m[name] = v
+			return m
+		}
+		one := p
+		one.XSlot, one.XStride = 0, kk // gate and up: one x a row
+		odd := p
+		odd.XStride = ns*kk + 4
+		narrow := p
+		narrow.YStride = ns*n - 1
+		for _, tt := range []struct {
+			what   string
+			p      GEMVIDParams
+			avail  map[string]uint64
+			consts map[string]uint32
+			want   string
+		}{
+			{"fits exactly", p, fit, nil, ""},
+			{"one x a row fits its rows", one, with("x", rows*kk*2), nil, ""},
+			{"the last expert one byte short", p, with("w", w-1), nil, "binding w"},
+			{"x one slot short", p, with("x", fit["x"]-kk*2), nil, "binding x"},
+			{"ids one short", p, with("ids", fit["ids"]-4), nil, "binding ids"},
+			{"y one short", p, with("y", fit["y"]-2), nil, "binding y"},
+			{"rows of y overlap", narrow, fit, nil, "exceeds y_stride"},
+			{"vec_x with a stride off 16 bytes", odd, with("x", 1<<20), map[string]uint32{"vec_x": 1}, "16-byte aligned"},
+			{"the same stride without vec_x", odd, with("x", 1<<20), map[string]uint32{"vec_x": 0}, ""},
+			{"no experts", GEMVIDParams{N: n, K: kk, NSlots: ns, NRows: rows, XStride: ns * kk, XSlot: kk, YStride: ns * n}, fit, nil, "n_expert is 0"},
+		} {
+			t.Run(tt.what, func(t *testing.T) { check(t, "gemv_id_q4_0", tt.p, tt.avail, tt.consts, tt.want) })
+		}
+	})
+	t.Run("moe_sum", func(t *testing.T) {
+		const n, ns, rows = 100, 3, 4
+		p := MoESumParams{N: n, NSlots: ns, NRows: rows, YStride: ns * n, OutStride: n}
+		fit := map[string]uint64{"y": rows * ns * n * 4, "weights": rows * ns * 4, "out": rows * n * 4}
+		with := func(name string, v uint64) map[string]uint64 {
+			m := map[string]uint64{}
+			for n, b := range fit {
+				m[n] = b
+			}
+			m[name] = v
+			return m
+		}
+		for _, tt := range []struct {
+			what  string
+			p     MoESumParams
+			avail map[string]uint64
+			want  string
+		}{
+			{"fits exactly", p, fit, ""},
+			{"y one short", p, with("y", fit["y"]-4), "binding y"},
+			{"weights one short", p, with("weights", fit["weights"]-4), "binding weights"},
+			{"out one short", p, with("out", fit["out"]-4), "binding out"},
+			{"rows of out overlap", MoESumParams{N: n, NSlots: ns, NRows: rows, YStride: ns * n, OutStride: n - 1}, fit, "exceeds out_stride"},
+			{"no slots", MoESumParams{N: n, NRows: rows, YStride: ns * n, OutStride: n}, fit, "n_slots is 0"},
+		} {
+			t.Run(tt.what, func(t *testing.T) { check(t, "moe_sum_f32", tt.p, tt.avail, nil, tt.want) })
+		}
+	})
 }

@@ -477,6 +477,55 @@ var families = []*family{
 		geometry: poolGeometry, geometryDoc: fixed("one threadgroup of 256 threads per output, thread i taking columns i, i+256, ..., the sum of squares reduced through threadgroup memory; grid = outputs"),
 		instances: func() []Spec { return specs(OpPool, acts) },
 	},
+	{
+		op: OpMoERoute, params: MoERouteParams{},
+		summary: fixed("the k experts of each row r < n_rows: p = softmax(logits row r) in float, its k largest (the lower expert among equals) in descending order to ids[r·k + j] and weights[r·k + j]; with norm_w the k weights divided by their sum"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("logits", RoleActivation, "router logits [n_rows, a_stride], n_expert each"),
+				out("ids", RoleActivation, "expert ids [n_rows, k], uint32"),
+				out("weights", RoleActivation, "expert weights [n_rows, k], F32"),
+			}
+		},
+		constants: func(Spec) []Constant {
+			return constants(cbool("norm_w", "divide each row's k weights by their sum, clamped below at 2^-14 (llama.cpp's norm_w; Qwen3-MoE and Mixtral set it)"))
+		},
+		geometry: moeRouteGeometry, geometryDoc: fixed("one SIMD group per row, lane l taking experts l, l+32, ... in threadgroup memory, k rounds of simd_max/simd_min argmax; grid = rows"),
+		instances: func() []Spec { return specs(OpMoERoute, acts) },
+	},
+	{
+		op: OpGEMVID, params: GEMVIDParams{},
+		summary: fixed("y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots: the expert-indexed GEMV of a MoE FFN; an id ≥ n_expert gives zeros"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("w", RoleWeight, "W [n_expert, N, K] in the kernel's dtype: n_expert matrices of a GEMV's rows, back to back"),
+				in("x", RoleActivation, "x [n_rows, x_stride]: slot j of row r at r·x_stride + j·x_slot, K each"),
+				in("ids", RoleActivation, "expert ids [n_rows, n_slots], uint32: moe_route's"),
+				out("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
+			}
+		},
+		constants: func(Spec) []Constant {
+			return constants(
+				cuint("nr", "rows of W per SIMD group"),
+				cuint("nsg", "SIMD groups per threadgroup"),
+				cbool("vec_x", "x starts 16-byte aligned, and so does every slot (K a multiple of 16, x_stride and x_slot multiples of 16 bytes): the GPU kernels load x in 16-byte vectors"))
+		},
+		geometry: gemvIDGeometry, geometryDoc: fixed("the GEMV's standard shape per (slot, row): nsg SIMD groups of nr rows of the slot's expert; grid = (ceil(N / (nr·nsg)), slots, rows)"),
+		instances: func() []Spec { return typed(OpGEMVID, acts, weightTypes, 0) },
+	},
+	{
+		op: OpMoESum, params: MoESumParams{},
+		summary: fixed("out[r] = Σ_j weights[r·n_slots + j]·y[r, j], j < n_slots, summed in float from slot 0 in slot order, r < n_rows: the weighted experts' outputs of a row"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
+				in("weights", RoleActivation, "expert weights [n_rows, n_slots], F32: moe_route's"),
+				out("out", RoleActivation, "out [n_rows, out_stride]"),
+			}
+		},
+		geometry: moeSumGeometry, geometryDoc: fixed("a thread per output element, 256 per threadgroup; grid = (ceil(N/256), rows)"),
+		instances: func() []Spec { return specs(OpMoESum, acts) },
+	},
 }
 
 // rowsBindings are what a Rows variant reads besides its other bindings:

@@ -12,9 +12,9 @@ import (
 // are ignored.
 type Shape struct {
 	Tokens   int // rows of activations: 1 in decode, the bucket size in prefill; argmax, pool: output rows
-	N        int // GEMV, GEMM: output features (rows of the weight)
-	K        int // GEMV, GEMM: input features (elements of a weight row)
-	Dim      int // norms, embedding, elementwise, pool: elements per row (per head for head_rmsnorm)
+	N        int // GEMV, GEMM: output features (rows of the weight); gemv_id: rows of one expert's matrix
+	K        int // GEMV, GEMM, gemv_id: input features (elements of a weight row)
+	Dim      int // norms, embedding, elementwise, pool, moe_sum: elements per row (per head for head_rmsnorm)
 	Vocab    int // argmax, sampling: logits
 	Heads    int // query heads
 	KVHeads  int // key/value heads
@@ -22,6 +22,8 @@ type Shape struct {
 	HeadDimV int // elements per v head
 	MaxCtx   int // positions the KV cache holds
 	Pooling  int // pool: PoolMean, PoolCLS or PoolLast
+	Experts  int // moe_route, gemv_id: the experts of a MoE layer (router logits per row, matrices of the weight)
+	Slots    int // moe_route, gemv_id, moe_sum: the experts chosen per row (the route's k)
 
 	// Options that select function constants (and so bindings).
 	Bias      bool // GEMV, GEMM, layernorm: a bias is bound and added
@@ -29,8 +31,9 @@ type Shape struct {
 	Softcap   bool // attention: scores are soft-capped
 	Window    bool // attention: a sliding window limits the keys
 	LastRow   bool // copy: the last row of the input (the batch's last token) is copied to row 0
-	VecX      bool // GEMV: x (gate, up) is bound 16-byte aligned and K is a multiple of 16
+	VecX      bool // GEMV, gemv_id: x (gate, up) is bound 16-byte aligned and K is a multiple of 16 (gemv_id: its strides too)
 	Normalize bool // pool: the pooled vector is divided by its L2 norm
+	Norm      bool // moe_route: a row's chosen weights are divided by their sum (llama.cpp's norm_w)
 }
 
 // Pooling modes of the pool kernels (the pooling constant, Shape.Pooling),
@@ -508,4 +511,66 @@ func poolGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	}
 	return launch([3]int{s.Tokens, 1, 1}, poolThreads, poolThreads/SIMDWidth*4,
 		values(k, map[string]uint32{"pooling": uint32(s.Pooling), "l2_normalize": b2u(s.Normalize)})...), nil
+}
+
+// Limits of moe_route: a row's probabilities sit in threadgroup memory
+// (4 bytes an expert: 4 KiB at 1024, past every MoE model's 8 to 512
+// experts), and lane j of the row's one SIMD group keeps slot j.
+const (
+	MoEMaxExperts = 1024
+	MoEMaxSlots   = SIMDWidth
+)
+
+// moeRouteGeometry (moe_route): one SIMD group (32 threads) per row: lane
+// l takes experts l, l+32, ...: it widens their logits into threadgroup
+// memory, the row's max and sum meet by simd_max and simd_sum, and each
+// lane turns its own experts into probabilities in place. Then k rounds
+// of argmax: each lane's largest untaken probability (the lower expert
+// among equals) meets the others' by simd_max and, among the lanes that
+// hold it, simd_min of the expert; the lane that owns the winner marks it
+// taken and lane j keeps round j's expert. No lane reads another's
+// threadgroup memory, so nothing synchronizes. A row is a few hundred
+// logits at most: a threadgroup per row keeps the selection in one SIMD
+// group's registers. grid = Tokens; threadgroup memory = Experts floats.
+func moeRouteGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Experts", s.Experts, "Slots", s.Slots); err != nil {
+		return Launch{}, err
+	}
+	if s.Experts > MoEMaxExperts {
+		return Launch{}, fmt.Errorf("kernels: %s: %d experts; it takes at most %d", k.Name, s.Experts, MoEMaxExperts)
+	}
+	if s.Slots > min(MoEMaxSlots, s.Experts) {
+		return Launch{}, fmt.Errorf("kernels: %s: %d experts chosen of %d; at most min(%d, experts)", k.Name, s.Slots, s.Experts, MoEMaxSlots)
+	}
+	return launch([3]int{s.Tokens, 1, 1}, SIMDWidth, s.Experts*4, values(k, map[string]uint32{"norm_w": b2u(s.Norm)})...), nil
+}
+
+// gemvIDGeometry (gemv_id): the GEMV's standard shape, once per (slot,
+// row): threadgroup (t, j, r) computes rows [t·nr·nsg, +nr·nsg) of slot j
+// of row r, SIMD group g owning nr of them, with the expert ids[r, j]
+// names and the slot's x; lanes stride over the row's 16-element chunks
+// and a simd_sum per row ends each dot product, as in gemvGeometry (the
+// same nr and nsg per weight type). In prefill an expert's matrix is read
+// once per (row, slot) that chose it: simple first, grouping rows by
+// expert is the step after. grid = (ceil(N / (nr·nsg)), Slots, Tokens).
+func gemvIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "N", s.N, "K", s.K, "Slots", s.Slots); err != nil {
+		return Launch{}, err
+	}
+	if err := needBlocks(k, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	sh := gemvShapes[k.DType]
+	return launch([3]int{ceilDiv(s.N, sh.NR*sh.NSG), s.Slots, s.Tokens}, sh.NSG*SIMDWidth, 0,
+		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(sh.NSG), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
+}
+
+// moeSumGeometry (moe_sum): thread i of threadgroup (x, r) owns element
+// 256x + i of row r and sums it over the slots in slot order, as the CPU
+// twin does: no element is shared. grid = (ceil(Dim/256), Tokens).
+func moeSumGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "Dim", s.Dim); err != nil {
+		return Launch{}, err
+	}
+	return launch([3]int{ceilDiv(s.Dim, 256), s.Tokens, 1}, 256, 0), nil
 }

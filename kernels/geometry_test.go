@@ -10,15 +10,19 @@ import (
 // vocab 128k), Gemma 2 9B (head 256, soft-capping, window), Qwen 3 0.6B
 // (head 128, vocab 152k; last-token pooling, normalized, as
 // Qwen3-Embedding) and stories260K (dim 64). The pooling modes of the
-// others are what an embedding program of their shape could ask.
+// others are what an embedding program of their shape could ask; their
+// experts are Mixtral's (8, 2 a token) on the Llama shape, Qwen3-30B-A3B's
+// (128, 8) on the Qwen shape, and what a MoE of the others' shapes could
+// have (32 of 4; 4 of 1).
 var modelShapes = map[string]Shape{
 	"llama3-8b": {N: 4096, K: 4096, Dim: 4096, Vocab: 128256, Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192,
-		Pooling: PoolMean, Normalize: true},
+		Pooling: PoolMean, Normalize: true, Experts: 8, Slots: 2},
 	"gemma2-9b": {N: 3584, K: 14336, Dim: 3584, Vocab: 256000, Heads: 16, KVHeads: 8, HeadDim: 256, HeadDimV: 256, MaxCtx: 8192,
-		Softcap: true, Window: true, Bias: true, Factors: true, Pooling: PoolCLS},
+		Softcap: true, Window: true, Bias: true, Factors: true, Pooling: PoolCLS, Experts: 32, Slots: 4},
 	"qwen3-0.6b": {N: 151936, K: 1024, Dim: 1024, Vocab: 151936, Heads: 16, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 40960,
-		Pooling: PoolLast, Normalize: true},
-	"stories260K": {N: 64, K: 64, Dim: 64, Vocab: 512, Heads: 8, KVHeads: 4, HeadDim: 8, HeadDimV: 8, MaxCtx: 512, Pooling: PoolMean},
+		Pooling: PoolLast, Normalize: true, Experts: 128, Slots: 8},
+	"stories260K": {N: 64, K: 64, Dim: 64, Vocab: 512, Heads: 8, KVHeads: 4, HeadDim: 8, HeadDimV: 8, MaxCtx: 512, Pooling: PoolMean,
+		Experts: 4, Slots: 1},
 }
 
 // Every kernel sizes a command of every model, decode and prefill, within
@@ -121,6 +125,17 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 		{"argmax_f16", Shape{Vocab: 128256}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 256, Constants: []ConstValue{}}},
 		{"pool_f16", Shape{Tokens: 32, Dim: 1024, Pooling: PoolLast, Normalize: true}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{256, 1, 1}, TGMem: 32,
 			Constants: []ConstValue{{0, "pooling", ConstUint, 3}, {1, "l2_normalize", ConstBool, 1}}}},
+		{"moe_route_f16", Shape{Tokens: 512, Experts: 128, Slots: 8, Norm: true}, Launch{Grid: [3]int{512, 1, 1}, Threadgroup: [3]int{32, 1, 1}, TGMem: 512,
+			Constants: []ConstValue{{0, "norm_w", ConstBool, 1}}}},
+		{"moe_route_f32", Shape{Tokens: 1, Experts: 60, Slots: 4}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{32, 1, 1}, TGMem: 240,
+			Constants: []ConstValue{{0, "norm_w", ConstBool, 0}}}},
+		{"gemv_id_q4_k", Shape{Tokens: 7, N: 768, K: 2048, Experts: 128, Slots: 8, VecX: true}, Launch{Grid: [3]int{192, 8, 7}, Threadgroup: [3]int{64, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 2}, {1, "nsg", ConstUint, 2}, {2, "vec_x", ConstBool, 1}}}},
+		{"gemv_id_q8_0", Shape{Tokens: 1, N: 2048, K: 100 * 32, Slots: 2, VecX: true}, Launch{Grid: [3]int{256, 2, 1}, Threadgroup: [3]int{64, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "vec_x", ConstBool, 1}}}},
+		{"gemv_id_f16", Shape{Tokens: 1, N: 9, K: 24, Slots: 1, VecX: true}, Launch{Grid: [3]int{2, 1, 1}, Threadgroup: [3]int{64, 1, 1},
+			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "vec_x", ConstBool, 0}}}},
+		{"moe_sum_f16", Shape{Tokens: 3, Dim: 2048, Slots: 8}, Launch{Grid: [3]int{8, 3, 1}, Threadgroup: [3]int{256, 1, 1}}},
 	} {
 		t.Run(tc.kernel, func(t *testing.T) {
 			k, ok := Lookup(tc.kernel)
@@ -159,6 +174,13 @@ func TestGeometryRefusesShapesItCannotRun(t *testing.T) {
 		{"flash_attention_decode_fast_f16", Shape{Heads: 1, KVHeads: 1, HeadDim: 1024, HeadDimV: 1024, MaxCtx: 64}, "threadgroup memory"},
 		{"pool_f32", Shape{Tokens: 4, Dim: 384}, "shape.Pooling must be positive"},
 		{"pool_f16", Shape{Tokens: 4, Dim: 384, Pooling: 4}, "pooling 4; the modes are"},
+		{"moe_route_f16", Shape{Tokens: 1, Experts: 1025, Slots: 8}, "1025 experts; it takes at most 1024"},
+		{"moe_route_f32", Shape{Tokens: 1, Experts: 64, Slots: 33}, "33 experts chosen of 64"},
+		{"moe_route_f16", Shape{Tokens: 1, Experts: 4, Slots: 5}, "5 experts chosen of 4"},
+		{"moe_route_f16", Shape{Tokens: 1, Experts: 4}, "shape.Slots must be positive"},
+		{"gemv_id_q4_k", Shape{Tokens: 1, N: 64, K: 1000, Slots: 2}, "not a multiple of the Q4_K block size 256"},
+		{"gemv_id_q4_0", Shape{Tokens: 1, N: 64, K: 1024}, "shape.Slots must be positive"},
+		{"moe_sum_f32", Shape{Tokens: 2, Slots: 2}, "shape.Dim must be positive"},
 		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 64}, ""},
 	} {
 		t.Run(tc.kernel+" "+tc.want, func(t *testing.T) {

@@ -48,6 +48,12 @@ func (k *Kernel) ShapeOf(x *Extents) (Shape, error) {
 	case OpPool:
 		m, _ := r.constant("pooling")
 		s = Shape{Tokens: i("n_rows"), Dim: i("dim"), Pooling: int(min(m, 1<<31-1)), Normalize: r.on("l2_normalize")}
+	case OpMoERoute:
+		s = Shape{Tokens: i("n_rows"), Experts: i("n_expert"), Slots: i("k"), Norm: r.on("norm_w")}
+	case OpGEMVID:
+		s = Shape{Tokens: i("n_rows"), N: i("n"), K: i("k"), Experts: i("n_expert"), Slots: i("n_slots")}
+	case OpMoESum:
+		s = Shape{Tokens: i("n_rows"), Dim: i("n"), Slots: i("n_slots")}
 	default:
 		return Shape{}, fmt.Errorf("%s: no shape recovery for op %v: %w", k.Name, k.Op, ErrLaunch)
 	}
@@ -113,5 +119,7 @@ func (s Shape) String() string {
 	add("HeadDim", s.HeadDim)
 	add("HeadDimV", s.HeadDimV)
 	add("MaxCtx", s.MaxCtx)
+	add("Experts", s.Experts)
+	add("Slots", s.Slots)
 	return out
 }

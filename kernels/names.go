@@ -42,6 +42,9 @@ const (
 	OpGumbelTopK               // logits = masked(logits)/T + Gumbel noise
 	OpGatherRows               // out[j] = x[rows[j]]: the rows of a batch that produce outputs
 	OpPool                     // out[j] = the pooled rows of input j, L2-normalized or not: an embedding per input
+	OpMoERoute                 // the k experts of each row: softmax of the router logits, top k, ids and weights
+	OpGEMVID                   // y[r, j] = W[ids[r, j]]·x[r, j]: the expert-indexed matrix product of a MoE FFN
+	OpMoESum                   // out[r] = Σ_j weights[r, j]·y[r, j]: the experts' outputs of a row, weighted
 	numOps
 )
 
@@ -51,7 +54,7 @@ var opNames = [numOps]string{
 	"rope", "rope_qkv_write", "head_norm_rope_kv_write", "attention_decode",
 	"attention_decode_reduce", "attention_prefill", "bias_add", "add", "mul", "scale",
 	"softcap", "silu", "gelu", "silu_gate", "gelu_gate", "copy", "convert", "argmax",
-	"gumbel_topk", "gather_rows", "pool",
+	"gumbel_topk", "gather_rows", "pool", "moe_route", "gemv_id", "moe_sum",
 }
 
 func (o Op) String() string {
@@ -69,7 +72,7 @@ func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 // target), which then appears in their names.
 func (o Op) Typed() bool {
 	switch o {
-	case OpGEMV, OpGEMM, OpEmbedding, OpConvert:
+	case OpGEMV, OpGEMM, OpEmbedding, OpConvert, OpGEMVID:
 		return true
 	}
 	return false
@@ -145,13 +148,14 @@ type Spec struct {
 //
 //	gemv[_wide]_<dtype>[_x16][_l][_silu][_f32]  gemv_q4_0, gemv_q4_0_l, gemv_wide_q6_k, gemv_q4_k_silu, gemv_q4_0_x16_f32
 //	simd_gemm[_small]_<dtype>[_x16][_f32]       simd_gemm_q8_0, simd_gemm_small_f16, simd_gemm_q4_0_x16_f32
+//	gemv_id_<dtype>[_f32]                     gemv_id_q4_k, gemv_id_q8_0_f32
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
 //	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows]_<act>, head_norm_rope[_neox]_kv_write[_rows]_<act>
 //	flash_attention_decode[_fast|_parallel]_<act>, flash_attention_decode_reduce_<act>
 //	flash_attention_prefill[_v2][_rows]_<act>
-//	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, ...
+//	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, moe_route_f16, moe_sum_f32, ...
 //
 // <dtype> is the GGML name in lower case (q4_k). Kernels with a weight carry
 // the weight's dtype in their name and, as in the engine, say nothing of F16
@@ -196,6 +200,8 @@ func (s Spec) Name() (string, error) {
 		return "gemv" + flag(Wide, "_wide") + "_" + dt + flag(X16, "_x16") + flag(LargeK, "_l") + flag(SiLU, "_silu") + actTail, nil
 	case OpGEMM:
 		return "simd_gemm" + flag(Small, "_small") + "_" + dt + flag(X16, "_x16") + actTail, nil
+	case OpGEMVID:
+		return "gemv_id_" + dt + actTail, nil
 	case OpEmbedding:
 		return "embedding_lookup_" + dt + actTail, nil
 	case OpConvert:
@@ -244,6 +250,12 @@ func GEMMName(dt dtype.Type, small bool, act dtype.Type) string {
 		v = Small
 	}
 	return name(Spec{Op: OpGEMM, DType: dt, Variant: v, Act: act})
+}
+
+// GEMVIDName is the name of the expert-indexed GEMV (a MoE FFN's gate, up
+// and down projections) for expert matrices of type dt.
+func GEMVIDName(dt, act dtype.Type) string {
+	return name(Spec{Op: OpGEMVID, DType: dt, Act: act})
 }
 
 // EmbeddingName is the name of the embedding lookup in a table of type dt,

@@ -48,6 +48,10 @@ func TestTheConventionSpellsEachSpecOneWay(t *testing.T) {
 		{Spec{Op: OpAttentionDecodeReduce, Act: dtype.F16}, "flash_attention_decode_reduce_f16"},
 		{Spec{Op: OpSoftcap, Act: dtype.F32}, "softcap_f32"},
 		{Spec{Op: OpPool, Act: dtype.F32}, "pool_f32"},
+		{Spec{Op: OpMoERoute, Act: dtype.F16}, "moe_route_f16"},
+		{Spec{Op: OpGEMVID, DType: dtype.Q4_K, Act: dtype.F16}, "gemv_id_q4_k"},
+		{Spec{Op: OpGEMVID, DType: dtype.Q8_0, Act: dtype.F32}, "gemv_id_q8_0_f32"},
+		{Spec{Op: OpMoESum, Act: dtype.F32}, "moe_sum_f32"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			got, err := tc.spec.Name()

@@ -200,6 +200,52 @@ type PoolParams struct {
 	_       uint32
 }
 
+// MoERouteParams is the parameter struct of moe_route_*: for each row r <
+// n_rows, the router's n_expert logits (at r·a_stride) become
+// probabilities by a softmax in float (max-subtracted), the k largest are
+// chosen (equal ones: the lower expert first), and their experts and
+// probabilities are written, in descending order, to ids[r·k + j] (uint32)
+// and weights[r·k + j] (F32); with the norm_w constant the k weights are
+// divided by their sum (llama.cpp's build_moe_ffn with softmax gating).
+type MoERouteParams struct {
+	NExpert uint32 `c:"n_expert"`             // logits per row: the experts (1..1024)
+	K       uint32 `c:"k"`                    // experts chosen per row (1..min(32, n_expert))
+	NRows   uint32 `c:"n_rows" patch:"batch"` // rows: tokens
+	AStride uint32 `c:"a_stride"`             // elements between consecutive rows of logits (≥ n_expert)
+}
+
+// GEMVIDParams is the parameter struct of gemv_id_*: the expert-indexed
+// GEMV of a mixture-of-experts FFN. W is n_expert matrices of n rows × k
+// elements back to back (each row stored as a GEMV's), and for row r <
+// n_rows and slot j < n_slots, with e = ids[r·n_slots + j],
+// y[r·y_stride + j·n + i] = W_e[i]·x[r·x_stride + j·x_slot ...], i < n. An
+// e ≥ n_expert gives zeros.
+type GEMVIDParams struct {
+	N       uint32 `c:"n"`                    // output rows of one expert's matrix
+	K       uint32 `c:"k"`                    // elements of x per slot and of a weight row; whole blocks of the weight's dtype
+	NSlots  uint32 `c:"n_slots"`              // experts per row: the route's k
+	NRows   uint32 `c:"n_rows" patch:"batch"` // rows: tokens
+	NExpert uint32 `c:"n_expert"`             // matrices in W; a larger id gives zeros
+	XStride uint32 `c:"x_stride"`             // elements between consecutive rows of x
+	XSlot   uint32 `c:"x_slot"`               // elements between the slots of a row of x: 0, one x a row (gate, up); k, one per slot (down)
+	YStride uint32 `c:"y_stride"`             // elements between consecutive rows of y (≥ n_slots·n)
+}
+
+// MoESumParams is the parameter struct of moe_sum_*: out[r·out_stride + i] =
+// Σ_j weights[r·n_slots + j] · y[r·y_stride + j·n + i], i < n, r < n_rows,
+// summed in float in slot order from slot 0: the weighted sum of a row's
+// experts' outputs.
+type MoESumParams struct {
+	N         uint32 `c:"n"`                    // elements of one expert's output (and of a row of out)
+	NSlots    uint32 `c:"n_slots"`              // experts per row
+	NRows     uint32 `c:"n_rows" patch:"batch"` // rows: tokens
+	YStride   uint32 `c:"y_stride"`             // elements between consecutive rows of y (≥ n_slots·n)
+	OutStride uint32 `c:"out_stride"`           // elements between consecutive rows of out (≥ n)
+	_         uint32
+	_         uint32
+	_         uint32
+}
+
 // paramStructs lists the parameter structs in the order ShaderTypes.h
 // declares them.
 var paramStructs = []any{
@@ -214,4 +260,7 @@ var paramStructs = []any{
 	ArgmaxParams{},
 	SamplingParams{},
 	PoolParams{},
+	MoERouteParams{},
+	GEMVIDParams{},
+	MoESumParams{},
 }

@@ -211,4 +211,53 @@ typedef struct {
 } PoolParams;
 AKUNU_STATIC_ASSERT(sizeof(PoolParams) == 16, "PoolParams is 16 bytes in Go");
 
+// MoERouteParams is the parameter struct of moe_route_*: for each row r <
+// n_rows, the router's n_expert logits (at r·a_stride) become
+// probabilities by a softmax in float (max-subtracted), the k largest are
+// chosen (equal ones: the lower expert first), and their experts and
+// probabilities are written, in descending order, to ids[r·k + j] (uint32)
+// and weights[r·k + j] (F32); with the norm_w constant the k weights are
+// divided by their sum (llama.cpp's build_moe_ffn with softmax gating).
+typedef struct {
+    uint32_t n_expert; //  0: logits per row: the experts (1..1024)
+    uint32_t k;        //  4: experts chosen per row (1..min(32, n_expert))
+    uint32_t n_rows;   //  8: patched (batch): rows: tokens
+    uint32_t a_stride; // 12: elements between consecutive rows of logits (≥ n_expert)
+} MoERouteParams;
+AKUNU_STATIC_ASSERT(sizeof(MoERouteParams) == 16, "MoERouteParams is 16 bytes in Go");
+
+// GEMVIDParams is the parameter struct of gemv_id_*: the expert-indexed
+// GEMV of a mixture-of-experts FFN. W is n_expert matrices of n rows × k
+// elements back to back (each row stored as a GEMV's), and for row r <
+// n_rows and slot j < n_slots, with e = ids[r·n_slots + j],
+// y[r·y_stride + j·n + i] = W_e[i]·x[r·x_stride + j·x_slot ...], i < n. An
+// e ≥ n_expert gives zeros.
+typedef struct {
+    uint32_t n;        //  0: output rows of one expert's matrix
+    uint32_t k;        //  4: elements of x per slot and of a weight row; whole blocks of the weight's dtype
+    uint32_t n_slots;  //  8: experts per row: the route's k
+    uint32_t n_rows;   // 12: patched (batch): rows: tokens
+    uint32_t n_expert; // 16: matrices in W; a larger id gives zeros
+    uint32_t x_stride; // 20: elements between consecutive rows of x
+    uint32_t x_slot;   // 24: elements between the slots of a row of x: 0, one x a row (gate, up); k, one per slot (down)
+    uint32_t y_stride; // 28: elements between consecutive rows of y (≥ n_slots·n)
+} GEMVIDParams;
+AKUNU_STATIC_ASSERT(sizeof(GEMVIDParams) == 32, "GEMVIDParams is 32 bytes in Go");
+
+// MoESumParams is the parameter struct of moe_sum_*: out[r·out_stride + i] =
+// Σ_j weights[r·n_slots + j] · y[r·y_stride + j·n + i], i < n, r < n_rows,
+// summed in float in slot order from slot 0: the weighted sum of a row's
+// experts' outputs.
+typedef struct {
+    uint32_t n;          //  0: elements of one expert's output (and of a row of out)
+    uint32_t n_slots;    //  4: experts per row
+    uint32_t n_rows;     //  8: patched (batch): rows: tokens
+    uint32_t y_stride;   // 12: elements between consecutive rows of y (≥ n_slots·n)
+    uint32_t out_stride; // 16: elements between consecutive rows of out (≥ n)
+    uint32_t _pad0;      // 20: padding
+    uint32_t _pad1;      // 24: padding
+    uint32_t _pad2;      // 28: padding
+} MoESumParams;
+AKUNU_STATIC_ASSERT(sizeof(MoESumParams) == 32, "MoESumParams is 32 bytes in Go");
+
 #endif // AKUNU_SHADER_TYPES_H

@@ -77,6 +77,10 @@ inline float simd_max(float v) {
     for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
+inline uint simd_min(uint v) {
+    for (int o = 16; o > 0; o /= 2) v = min(v, (uint)__shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
 inline float simd_shuffle_down(float v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
 inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
 

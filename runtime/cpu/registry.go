@@ -34,6 +34,9 @@ var binders = func() map[string]binder {
 		kernels.OpGumbelTopK:            bindGumbel,
 		kernels.OpGatherRows:            bindElementwise,
 		kernels.OpPool:                  bindPool,
+		kernels.OpMoERoute:              bindMoERoute,
+		kernels.OpGEMVID:                bindGEMVID,
+		kernels.OpMoESum:                bindMoESum,
 	}
 	m := map[string]binder{}
 	for _, k := range kernels.All() {

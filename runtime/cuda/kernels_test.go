@@ -309,13 +309,48 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		s := kernels.Shape{Tokens: n, Dim: dim, Pooling: kernels.PoolMean, Normalize: true}
 		return kcase{s, kernels.PoolParams{Dim: dim, NRows: uint32(n), AStride: as},
 			map[string][]byte{"x": f16s(r, (rows-1)*as+dim, 2), "ranges": ranges, "out": make([]byte, 4*n*dim)}}, nil
+	case kernels.OpMoERoute:
+		// 100 experts (a lane takes 3 or 4), 8 chosen, 5 rows of a_stride
+		// 104: each row a permutation of a grid of 1/8 (exact in F16), so
+		// that the GPU's and the CPU's float probabilities order alike;
+		// row 1's top three are equal (the lower experts first).
+		const ne, kk, rows, as = 100, 8, 5, 104
+		logits := make([]byte, 2*rows*as)
+		for row := range rows {
+			for i, v := range r.Perm(ne) {
+				x := float32(v-ne/2) / 8
+				if row == 1 && v >= ne-3 {
+					x = 8
+				}
+				binary.LittleEndian.PutUint16(logits[2*(row*as+i):], dtype.Float16bits(x))
+			}
+		}
+		s := kernels.Shape{Tokens: rows, Experts: ne, Slots: kk, Norm: true}
+		return kcase{s, kernels.MoERouteParams{NExpert: ne, K: kk, NRows: rows, AStride: as},
+			map[string][]byte{"logits": logits, "ids": make([]byte, 4*rows*kk), "weights": make([]byte, 4*rows*kk)}}, nil
+	case kernels.OpGEMVID:
+		// The down projection's form: 3 rows of 4 slots, each slot its own
+		// x, 6 experts (one id past them: zeros); moeForms adds the gate and
+		// up form (one x a row) and the decode row.
+		const ne, ns, rows = 6, 4, 3
+		ids := u32s(5, 0, 2, 5, 1, 1, 6, 3, 4, 0, 2, 5)
+		s := kernels.Shape{Tokens: rows, N: tN, K: tK, Experts: ne, Slots: ns}
+		b := map[string][]byte{"w": quantized(t, r, k.DType, ne*tN, tK), "x": f16s(r, rows*ns*tK, 1), "ids": ids, "y": make([]byte, 2*rows*ns*tN)}
+		return kcase{s, kernels.GEMVIDParams{N: tN, K: tK, NSlots: ns, NRows: rows, NExpert: ne, XStride: ns * tK, XSlot: tK, YStride: ns * tN}, b}, nil
+	case kernels.OpMoESum:
+		// 300 elements (past one threadgroup of 256), 3 slots, 4 rows,
+		// strides past the rows' widths.
+		const n, ns, rows, ys, os = 300, 3, 4, 3*300 + 4, 300 + 2
+		s := kernels.Shape{Tokens: rows, Dim: n, Slots: ns}
+		return kcase{s, kernels.MoESumParams{N: n, NSlots: ns, NRows: rows, YStride: ys, OutStride: os},
+			map[string][]byte{"y": f16s(r, rows*ys, 2), "weights": f32s(r, rows*ns, 0.1, 0.3), "out": make([]byte, 2*rows*os)}}, nil
 	}
 	return kcase{}, fmt.Errorf("no case for op %v", k.Op)
 }
 
 // quantizedProduct reports whether k multiplies by quantized weights.
 func quantizedProduct(k *kernels.Kernel) bool {
-	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM) && k.DType.Quantized()
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM || k.Op == kernels.OpGEMVID) && k.DType.Quantized()
 }
 
 // product is the exact y = W·x (+ bias) of a GEMV or GEMM case, W
@@ -323,6 +358,9 @@ func quantizedProduct(k *kernels.Kernel) bool {
 // _silu GEMV, silu(gate)·up in float), rounded to F16 as the kernels store y.
 func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 	t.Helper()
+	if k.Op == kernels.OpGEMVID {
+		return productID(t, k, c)
+	}
 	m, n, kk := c.shape.Tokens, c.shape.N, c.shape.K
 	w := make([]float32, n*kk)
 	if err := dtype.Dequantize(k.DType, c.bufs["w"], w); err != nil {
@@ -379,7 +417,7 @@ func compare(t *testing.T, k *kernels.Kernel, got, want map[string][]byte, rel f
 			}
 			continue
 		}
-		f32 := name == "partials" || k.Op == kernels.OpConvert || k.Op == kernels.OpPool
+		f32 := name == "partials" || k.Op == kernels.OpConvert || k.Op == kernels.OpPool || name == "weights"
 		vals := func(b []byte) []float64 {
 			var out []float64
 			if f32 {
@@ -446,6 +484,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			if k.Op == kernels.OpPool {
 				cases = poolModes(cs)
 			}
+			if k.Op == kernels.OpMoERoute || k.Op == kernels.OpGEMVID {
+				cases = moeForms(rand.New(rand.NewPCG(3, uint64(len(k.Name)))), cs)
+			}
 			for _, cs := range cases {
 				want := run(t, c, k, cs)
 				got := run(t, g, k, cs)
@@ -502,6 +543,9 @@ func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
 			if k.Op == kernels.OpPool {
 				cases = poolModes(cs)
 			}
+			if k.Op == kernels.OpMoERoute || k.Op == kernels.OpGEMVID {
+				cases = moeForms(rand.New(rand.NewPCG(3, uint64(len(k.Name)))), cs)
+			}
 			for _, cs := range cases {
 				out := run(t, c, k, cs)
 				if quantizedProduct(k) { // the reference the GPU is held to
@@ -555,4 +599,79 @@ func poolModes(c kcase) []kcase {
 		}
 	}
 	return out
+}
+
+// moeForms is c with the other forms the compiler emits. moe_route:
+// without norm_w; Mixtral's 2 of 8; the limits, 32 of 1024 (a grid of 1/8
+// again, the lowest probabilities underflowing to 0). gemv_id: x loaded in
+// 16-byte vectors; the gate and up projections' form, one x a row for
+// every slot (x_slot 0); a decode row of 8 slots with a repeated expert.
+func moeForms(r *rand.Rand, c kcase) []kcase {
+	out := []kcase{c}
+	switch p := c.params.(type) {
+	case kernels.MoERouteParams:
+		off := c
+		off.shape.Norm = false
+		out = append(out, off)
+		for _, f := range [][2]int{{8, 2}, {1024, 32}} {
+			ne, kk, rows := f[0], f[1], 3
+			logits := make([]byte, 2*rows*ne)
+			for row := range rows {
+				for i, v := range r.Perm(ne) {
+					binary.LittleEndian.PutUint16(logits[2*(row*ne+i):], dtype.Float16bits(float32(v-ne/2)/8))
+				}
+			}
+			out = append(out, kcase{kernels.Shape{Tokens: rows, Experts: ne, Slots: kk, Norm: true},
+				kernels.MoERouteParams{NExpert: uint32(ne), K: uint32(kk), NRows: uint32(rows), AStride: uint32(ne)},
+				map[string][]byte{"logits": logits, "ids": make([]byte, 4*rows*kk), "weights": make([]byte, 4*rows*kk)}})
+		}
+	case kernels.GEMVIDParams:
+		vec := c
+		vec.shape.VecX = true
+		one := c
+		q := p
+		q.XSlot, q.XStride = 0, tK
+		one.params = q
+		one.bufs = map[string][]byte{"w": c.bufs["w"], "x": f16s(r, int(p.NRows)*tK, 1), "ids": c.bufs["ids"], "y": make([]byte, len(c.bufs["y"]))}
+		dec := c
+		d := p
+		d.NSlots, d.NRows, d.XStride, d.YStride = 8, 1, 8*tK, 8*tN
+		dec.shape.Slots, dec.shape.Tokens = 8, 1
+		dec.params = d
+		dec.bufs = map[string][]byte{"w": c.bufs["w"], "x": f16s(r, 8*tK, 1), "ids": u32s(3, 0, 5, 3, 1, 2, 4, 7), "y": make([]byte, 2*8*tN)}
+		out = append(out, vec, one, dec)
+	}
+	return out
+}
+
+// productID is the exact product of a gemv_id case: for each row and
+// slot, the chosen expert's dequantized matrix times the slot's F16 x,
+// rounded to F16; zeros for an id past the experts.
+func productID(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
+	t.Helper()
+	p := c.params.(kernels.GEMVIDParams)
+	n, kk, ns, ne := int(p.N), int(p.K), int(p.NSlots), int(p.NExpert)
+	w := make([]float32, ne*n*kk)
+	if err := dtype.Dequantize(k.DType, c.bufs["w"], w); err != nil {
+		t.Fatal(err)
+	}
+	xb, ids := c.bufs["x"], c.bufs["ids"]
+	y := make([]byte, len(c.bufs["y"]))
+	for row := range int(p.NRows) {
+		for j := range ns {
+			e := int(binary.LittleEndian.Uint32(ids[4*(row*ns+j):]))
+			x0 := row*int(p.XStride) + j*int(p.XSlot)
+			for o := range n {
+				s := 0.0
+				if e < ne {
+					for i := range kk {
+						x := float64(dtype.Float16frombits(binary.LittleEndian.Uint16(xb[2*(x0+i):])))
+						s += float64(w[(e*n+o)*kk+i]) * x
+					}
+				}
+				binary.LittleEndian.PutUint16(y[2*(row*int(p.YStride)+j*n+o):], dtype.Float16bits(float32(s)))
+			}
+		}
+	}
+	return map[string][]byte{"y": y}
 }

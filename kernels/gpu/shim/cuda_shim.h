@@ -17,6 +17,7 @@ struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };
 struct float2 { float x, y; };
 
 __device__ float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width = 32);
+__device__ unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask, int width = 32);
 __device__ float __shfl_down_sync(unsigned mask, float v, unsigned delta, int width = 32);
 __device__ unsigned __shfl_down_sync(unsigned mask, unsigned v, unsigned delta, int width = 32);
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);

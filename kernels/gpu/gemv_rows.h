@@ -1,0 +1,109 @@
+// gemv_rows.h: the GEMV's inner loop, shared by the GEMV kernels (gemv.h)
+// and the expert-indexed GEMV (gemv_id.h): a SIMD group's dot products of
+// nr rows of W with x, chunk by chunk (kernels/geometry.go: gemvGeometry
+// has why). A file that includes it declares the constants nr (rows per
+// SIMD group) and vec_x (x loads in 16-byte vectors).
+#ifndef AKUNU_GEMV_ROWS_H
+#define AKUNU_GEMV_ROWS_H
+#include "quants.h"
+
+// At most this many rows per SIMD group (gemvShapes: 4).
+#define GEMV_MAX_NR 8
+
+// load_x16 loads chunk c of x (silu(gate)·up with S) as float; elements at
+// or beyond k are 0.
+// unpack16 reads 16 halves from x, 16-byte aligned, as two 16-byte loads.
+inline float h_lo(uint u) { return float(as_type<half>(ushort(u & 0xFFFFu))); }
+inline float h_hi(uint u) { return float(as_type<half>(ushort(u >> 16))); }
+inline void unpack16(device const half* x, thread float* xc) {
+    device const uint4* v = (device const uint4*)x;
+    uint4 a = v[0], b = v[1];
+    xc[0] = h_lo(a.x); xc[1] = h_hi(a.x); xc[2] = h_lo(a.y); xc[3] = h_hi(a.y);
+    xc[4] = h_lo(a.z); xc[5] = h_hi(a.z); xc[6] = h_lo(a.w); xc[7] = h_hi(a.w);
+    xc[8] = h_lo(b.x); xc[9] = h_hi(b.x); xc[10] = h_lo(b.y); xc[11] = h_hi(b.y);
+    xc[12] = h_lo(b.z); xc[13] = h_hi(b.z); xc[14] = h_lo(b.w); xc[15] = h_hi(b.w);
+}
+
+template <bool S>
+inline void load_x16(device const half* x, device const half* up, uint c, uint k, thread float* xc) {
+    if (vec_x) { // the compiler bound x (and up) 16-byte aligned, and k % 16 == 0
+        unpack16(x + 16 * c, xc);
+        if (S) {
+            float u[16];
+            unpack16(up + 16 * c, u);
+            for (uint i = 0; i < 16; i++) xc[i] = silu(xc[i]) * u[i];
+        }
+        return;
+    }
+    for (uint i = 0; i < 16; i++) {
+        uint e = 16 * c + i;
+        float v = 0.0f;
+        if (e < k) v = S ? silu(float(x[e])) * float(up[e]) : float(x[e]);
+        xc[i] = v;
+    }
+}
+
+// Q4_0 without shifts: a ushort u of qs holds the nibbles of two bytes at
+// bits 0, 4, 8 and 12, so (u & 0x000F), (u & 0x00F0), (u & 0x0F00) and
+// (u & 0xF000) are the nibbles times 1, 16, 256 and 4096. Pre-scaling x by
+// 1, 1/16, 1/256 and 1/4096 once per chunk cancels the factors, so each row
+// costs a mask and a multiply-add per element; the -8 offset is applied
+// once per chunk as -8·Σx.
+inline void q4_0_prescale(uint c, thread float* xc, thread float& xsum) {
+    float lo = (c & 1) ? 1.0f / 16.0f : 1.0f, hi = (c & 1) ? 1.0f / 4096.0f : 1.0f / 256.0f;
+    xsum = 0.0f;
+    for (uint i = 0; i < 16; i += 2) {
+        xsum += xc[i] + xc[i + 1];
+        xc[i] *= lo;
+        xc[i + 1] *= hi;
+    }
+}
+inline float q4_0_dot(device const uchar* row, uint c, thread const float* xs, float xsum) {
+    device const uchar* b = row + (c / 2) * 18;
+    device const ushort* q = (device const ushort*)(b + 2); // blocks and rows are 18·n bytes: 2-aligned
+    ushort mlo = (c & 1) ? 0x00F0 : 0x000F, mhi = (c & 1) ? 0xF000 : 0x0F00;
+    float acc = 0.0f;
+    for (uint i = 0; i < 8; i++) {
+        ushort u = q[i];
+        acc += xs[2 * i] * float(u & mlo) + xs[2 * i + 1] * float(u & mhi);
+    }
+    return ld_half(b) * (acc - 8.0f * xsum);
+}
+
+// gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
+// products of the chunks c0, c0 + step, ... with x into sums (per lane;
+// the caller reduces across lanes; nrows ≥ 1). Every loop over rows runs
+// to the constant nr, so that the loops unroll and sums stays in registers
+// (AKUNU_CUDA_PROFILE=1 shows 0 bytes of local memory for every GEMV); a
+// row past the last reads the last row again instead of testing r < nrows,
+// so that no load is behind a branch and every row's loads can issue
+// before the first row's arithmetic waits on them (decode 3–4% faster on
+// an H200); the callers write only rows < nrows.
+template <int T, bool S>
+inline void gemv_rows(device const uchar* w, device const half* x, device const half* up, uint k,
+                      uint row0, uint nrows, uint c0, uint step, thread float* sums) {
+    ulong rb = row_bytes<T>(k);
+    uint nchunks = (k + 15) / 16;
+    for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
+    for (uint c = c0; c < nchunks; c += step) {
+        float xc[16];
+        load_x16<S>(x, up, c, k, xc);
+        if (T == W_Q4_0) {
+            float xsum;
+            q4_0_prescale(c, xc, xsum);
+            for (uint r = 0; r < nr; r++) {
+                sums[r] += q4_0_dot(w + (row0 + min(r, nrows - 1)) * rb, c, xc, xsum);
+            }
+        } else {
+            for (uint r = 0; r < nr; r++) {
+                float wc[16];
+                dequant16<T>(w + (row0 + min(r, nrows - 1)) * rb, c, k, wc);
+                float acc = 0.0f;
+                for (uint i = 0; i < 16; i++) acc += wc[i] * xc[i];
+                sums[r] += acc;
+            }
+        }
+    }
+}
+
+#endif // AKUNU_GEMV_ROWS_H
