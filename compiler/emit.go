@@ -334,6 +334,8 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		return e.emit(n, ks[0], sh, prm, binds, e.class(q), read)
 	case *Tail:
 		return e.tail(n, ks[0])
+	case *Route, *MatMulID, *MoESum:
+		return e.moe(n, ks[0])
 	}
 	return fmt.Errorf("%w: cannot emit %s", ErrUnsupported, n.Kind())
 }

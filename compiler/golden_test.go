@@ -10,6 +10,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/specs"
 )
 
 // goldenChips are the targets every golden model is compiled for; the CPU
@@ -39,6 +40,10 @@ func TestGoldenPlans(t *testing.T) {
 		}},
 		{"gemma3-q4_0", func() string {
 			return synthModel(t, dir, synth.Options{Arch: "gemma3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 1, HeadDim: 64, FFN: 512, DType: dtype.Q4_0, Tied: true, Seed: 7})
+		}},
+		{"qwen3moe-q4_0", func() string {
+			return synthModel(t, dir, synth.Options{Arch: "qwen3moe", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, DType: dtype.Q4_0, Tied: true, Seed: 7,
+				Set: map[string]specs.Value{"expert_count": specs.IntValue(8), "expert_used": specs.IntValue(2), "expert_ffn": specs.IntValue(128)}})
 		}},
 		{"bert-f16", func() string {
 			return synthModel(t, dir, synth.Options{Arch: "bert", Dim: 256, Layers: 2, Heads: 4, FFN: 512, DType: dtype.F16, Seed: 7})

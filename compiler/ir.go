@@ -47,6 +47,10 @@ type Value struct {
 	// Out: in a batch graph, the value has the batch's output rows, not
 	// its rows (after gather).
 	Out bool
+	// Route is, for a route's result, its k: the value holds, for all its
+	// rows, k u32 expert ids a row and then k f32 gate weights a row, and
+	// Width is that many bytes in activation elements.
+	Route int
 }
 
 // Graph is a model's forward pass in one form.
@@ -205,6 +209,34 @@ type RopeKV struct {
 	Eps               float64
 }
 
+// Route picks the experts of each row: softmax of the router logits In[0]
+// (Experts of them), the K largest, renormalized when Norm; Out[0] is a
+// route value.
+type Route struct {
+	Base
+	K, Experts int
+	Norm       bool
+}
+
+// MatMulID applies, for each of the route's Slots, the routed expert's
+// N×K matrix of Weight (Experts of them stacked) to x (In = [x, route]):
+// the row's one x, or with PerSlot the slot's K values of it. Out[0] is
+// Slots·N wide.
+type MatMulID struct {
+	Base
+	Weight         string
+	N, K           int
+	Slots, Experts int
+	PerSlot        bool
+}
+
+// MoESum weights the route's Slots slots of In[0] (Slots·N wide) by its
+// gate weights and sums them (In = [y, route]).
+type MoESum struct {
+	Base
+	N, Slots int
+}
+
 // Split gives consecutive slices of In[0]: views, no command.
 type Split struct {
 	Base
@@ -237,6 +269,9 @@ func (*Rope) node()        {}
 func (*Attention) node()   {}
 func (*RopeKV) node()      {}
 func (*Split) node()       {}
+func (*Route) node()       {}
+func (*MatMulID) node()    {}
+func (*MoESum) node()      {}
 func (*Tail) node()        {}
 
 func (*Embed) Kind() string    { return "embedding" }
@@ -244,6 +279,9 @@ func (*HeadNorm) Kind() string { return "head_rmsnorm" }
 func (*Rope) Kind() string     { return "rope" }
 func (*RopeKV) Kind() string   { return "rope_kv_write" }
 func (*Split) Kind() string    { return "split" }
+func (*Route) Kind() string    { return "route" }
+func (*MatMulID) Kind() string { return "matmul_id" }
+func (*MoESum) Kind() string   { return "moe_sum" }
 func (*Attention) Kind() string {
 	return "attention"
 }
@@ -270,7 +308,7 @@ func (n *MatMul) Kind() string {
 var nodeKinds = []string{
 	"embedding", "rmsnorm", "layernorm", "residual_rmsnorm", "residual_layernorm", "head_rmsnorm",
 	"matmul", "matmul_silu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
-	"rope", "rope_kv_write", "attention", "split", TailGather, TailToHost, TailSample, TailArgmax, TailPool,
+	"rope", "rope_kv_write", "attention", "split", "route", "matmul_id", "moe_sum", TailGather, TailToHost, TailSample, TailArgmax, TailPool,
 }
 
 // String renders a node on one line, for tests and -v dumps:

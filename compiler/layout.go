@@ -162,7 +162,9 @@ func tensorsOf(n Node) []string {
 		add(n.Factors, n.LongFactors)
 	case *RopeKV:
 		add(n.QNorm, n.KNorm, n.Factors, n.LongFactors)
-	case *Attention, *Split, *Tail:
+	case *MatMulID:
+		add(n.Weight)
+	case *Attention, *Split, *Tail, *Route, *MoESum:
 	}
 	return out
 }

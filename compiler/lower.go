@@ -87,7 +87,15 @@ func lowerPass(s *state) (string, error) {
 	}
 	s.graphs = nil
 	for _, f := range forms {
-		s.graphs = append(s.graphs, lower(s.prog, f, s.pooling))
+		g := lower(s.prog, f, s.pooling)
+		// A route value is k u32 ids and k f32 weights a row, in scratch
+		// of the activation dtype.
+		for i, v := range g.Values {
+			if v.Route > 0 {
+				g.Values[i].Width = 8 * v.Route / s.act.BlockBytes()
+			}
+		}
+		s.graphs = append(s.graphs, g)
 	}
 	g := s.graphs[0]
 	pool := ""
@@ -163,7 +171,7 @@ func batchBuckets(chunk, ctx int) []int {
 func lower(p *specs.Program, f Form, pooling int) *Graph {
 	g := &Graph{Form: f, Layers: len(p.Layers)}
 	for _, v := range p.Values {
-		g.Values = append(g.Values, Value{Name: v.Name, Width: v.Width, Layer: v.Layer})
+		g.Values = append(g.Values, Value{Name: v.Name, Width: v.Width, Layer: v.Layer, Route: v.Route})
 	}
 	add := func(n Node) { g.Nodes = append(g.Nodes, n) }
 	newValue := func(like ValueID) ValueID {
@@ -244,6 +252,17 @@ func lower(p *specs.Program, f Form, pooling int) *Graph {
 				Scale: op.Scale, Softcap: op.Cap, Window: op.Window, KVLayer: op.KVLayer, NonCausal: !op.Causal})
 		case specs.OpSplit:
 			add(&Split{Base: b, Sizes: clone(op.Sizes)})
+		case specs.OpRoute:
+			add(&Route{Base: b, K: op.Slots, Experts: g.Values[op.In[0]].Width, Norm: op.Norm})
+		case specs.OpMatmulID:
+			n := g.Values[op.Out[0]].Width / op.Slots
+			k := g.Values[op.In[0]].Width
+			if op.PerSlot {
+				k /= op.Slots
+			}
+			add(&MatMulID{Base: b, Weight: op.Weight, N: n, K: k, Slots: op.Slots, Experts: op.Experts, PerSlot: op.PerSlot})
+		case specs.OpMoESum:
+			add(&MoESum{Base: b, N: g.Values[op.Out[0]].Width, Slots: op.Slots})
 		default:
 			panic(fmt.Sprintf("compiler: lower: op %v has no lowering", op.Kind))
 		}

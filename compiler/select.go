@@ -208,6 +208,8 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		return s.find(kernels.Spec{Op: kernels.OpAttentionPrefill, Variant: k.Variant | kernels.Rows})
 	case *Split:
 		return nil, nil
+	case *Route, *MatMulID, *MoESum:
+		return s.selectMoE(n)
 	case *Tail:
 		switch n.Op {
 		case TailGather:
