@@ -19,6 +19,7 @@ import (
 var archNames = map[string]bool{
 	"llama": true, "mistral": true, "qwen2": true, "qwen3": true,
 	"gemma": true, "gemma2": true, "gemma3": true, "phi3": true,
+	"bert": true, "qwen3moe": true, "mixtral": true,
 }
 
 // exempt are paths where such a string means something else, each with why.

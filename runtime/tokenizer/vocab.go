@@ -10,7 +10,7 @@ import (
 const (
 	ModelSPM        = "llama"      // SentencePiece: score-driven merges, byte fallback; akunu:not-arch (a tokenizer.ggml.model value)
 	ModelBPE        = "gpt2"       // byte-level BPE with a pre-tokenizer
-	ModelWPM        = "bert"       // WordPiece
+	ModelWPM        = "bert"       // WordPiece; akunu:not-arch (a tokenizer.ggml.model value)
 	ModelGemma4     = "gemma4"     // BPE over raw UTF-8 with ▁ for spaces
 	ModelWhitespace = "whitespace" // BPE over whitespace-separated words
 )
