@@ -2,48 +2,21 @@ package main
 
 import (
 	"bytes"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
-	"github.com/akunu-dev/akunu/plans"
-	"github.com/akunu-dev/akunu/specs"
-	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // chatPlan is a small qwen3 model with the built-in byte-level vocabulary:
 // it ships no chat template, so the plan carries the family's (ChatML).
 func chatPlan(t *testing.T) string {
 	t.Helper()
-	reg, err := specs.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	gg := filepath.Join(dir, "m.gguf")
-	sp, err := synth.Build(reg, synth.Options{Arch: "qwen3", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, DType: dtype.F32, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sp.Write(gg, 3); err != nil {
-		t.Fatal(err)
-	}
-	prof, _ := chips.Resolve("cpu-avx2", 2)
-	p, err := compiler.Compile(gg, compiler.Options{Chip: prof, Ctx: 512})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "m.plan")
-	if err := plans.WriteFile(out, p); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return synthCPUPlan(t, synth.Options{Arch: "qwen3", Dim: 64, Layers: 2, Heads: 4, KVHeads: 2, FFN: 128, DType: dtype.F32, Seed: 3}, 512)
 }
 
 var fedRE = regexp.MustCompile(`fed (\d+) of (\d+) prompt tokens`)

@@ -9,45 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
-	"github.com/akunu-dev/akunu/plans"
-	"github.com/akunu-dev/akunu/specs"
-	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // bertPlan is a small random BERT (the built-in vocabulary) compiled for
 // the CPU, its GGUF file next to it.
 func bertPlan(t *testing.T) string {
 	t.Helper()
-	reg, err := specs.Builtin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := synth.Options{Arch: "bert", Dim: 64, Layers: 1, Heads: 2, FFN: 128, CtxTrain: 128, DType: dtype.F16, Seed: 3}
-	sp, err := synth.Build(reg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	gguf := filepath.Join(dir, "bert.gguf")
-	if err := sp.Write(gguf, o.Seed); err != nil {
-		t.Fatal(err)
-	}
-	prof, err := chips.Resolve("cpu-avx2", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := compiler.Compile(gguf, compiler.Options{Chip: prof})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := filepath.Join(dir, "bert.plan")
-	if err := plans.WriteFile(plan, p); err != nil {
-		t.Fatal(err)
-	}
-	return plan
+	return synthCPUPlan(t, synth.Options{Arch: "bert", Dim: 64, Layers: 1, Heads: 2, FFN: 128, CtxTrain: 128, DType: dtype.F16, Seed: 3}, 0)
 }
 
 // akunu embed prints one unit vector a line, the same vectors in --json

@@ -107,17 +107,24 @@ func TestRunSpecGivesPlainTokens(t *testing.T) {
 // CPU, its GGUF file next to it.
 func synthPlan(t *testing.T) string {
 	t.Helper()
+	return synthCPUPlan(t, synth.Options{Arch: "llama", Dim: 64, Layers: 1, Heads: 2, KVHeads: 2, HeadDim: 32, FFN: 128, CtxTrain: 256, DType: dtype.F32, Seed: 3}, 256)
+}
+
+// synthCPUPlan synthesizes a model of o, compiles it for a 2-core AVX2 CPU
+// with context ctx (0: the model's), and returns the plan's path; the GGUF
+// file lies next to it.
+func synthCPUPlan(t *testing.T, o synth.Options, ctx int) string {
+	t.Helper()
 	reg, err := specs.Builtin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := synth.Options{Arch: "llama", Dim: 64, Layers: 1, Heads: 2, KVHeads: 2, HeadDim: 32, FFN: 128, CtxTrain: 256, DType: dtype.F32, Seed: 3}
 	sp, err := synth.Build(reg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	gguf := filepath.Join(dir, "synth.gguf")
+	gguf := filepath.Join(dir, o.Arch+".gguf")
 	if err := sp.Write(gguf, o.Seed); err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +132,11 @@ func synthPlan(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := compiler.Compile(gguf, compiler.Options{Chip: prof, Ctx: 256})
+	p, err := compiler.Compile(gguf, compiler.Options{Chip: prof, Ctx: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := filepath.Join(dir, "synth.plan")
+	plan := filepath.Join(dir, o.Arch+".plan")
 	if err := plans.WriteFile(plan, p); err != nil {
 		t.Fatal(err)
 	}
