@@ -173,6 +173,7 @@ func TestPatchableOffsetsAreTheFieldsOffsets(t *testing.T) {
 		"pool_f16":                   {"batch": 4},
 		"moe_route_f16":              {"batch": 8},
 		"gemv_id_q4_k":               {"batch": 12},
+		"gemm_id_q4_k":               {"batch": 12},
 		"moe_sum_f32":                {"batch": 8},
 	} {
 		k, ok := Lookup(name)

@@ -237,7 +237,7 @@ func extentRule(r *rule) {
 		poolRule(r)
 	case OpMoERoute:
 		moeRouteRule(r)
-	case OpGEMVID:
+	case OpGEMVID, OpGEMMID:
 		gemvIDRule(r)
 	case OpMoESum:
 		moeSumRule(r)

@@ -262,6 +262,11 @@ func TestMoEExtents(t *testing.T) {
 			{"no experts", GEMVIDParams{N: n, K: kk, NSlots: ns, NRows: rows, XStride: ns * kk, XSlot: kk, YStride: ns * n}, fit, nil, "n_expert is 0"},
 		} {
 			t.Run(tt.what, func(t *testing.T) { check(t, "gemv_id_q4_0", tt.p, tt.avail, tt.consts, tt.want) })
+			// gemm_id, gemv_id's batch form, reads and writes the same
+			// extents; it has no vec_x.
+			if tt.consts == nil {
+				t.Run("gemm_id "+tt.what, func(t *testing.T) { check(t, "gemm_id_q4_0", tt.p, tt.avail, nil, tt.want) })
+			}
 		}
 	})
 	t.Run("moe_sum", func(t *testing.T) {

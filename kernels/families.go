@@ -514,6 +514,20 @@ var families = []*family{
 		instances: func() []Spec { return typed(OpGEMVID, acts, weightTypes, 0) },
 	},
 	{
+		op: OpGEMMID, params: GEMVIDParams{},
+		summary: fixed("gemv_id for a batch: y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots, the pairs grouped by expert and each expert's a tiled GEMM; an id ≥ n_expert gives zeros"),
+		bindings: func(Spec) []Binding {
+			return []Binding{
+				in("w", RoleWeight, "W [n_expert, N, K] in the kernel's dtype: n_expert matrices of a GEMV's rows, back to back"),
+				in("x", RoleActivation, "x [n_rows, x_stride]: slot j of row r at r·x_stride + j·x_slot, K each"),
+				in("ids", RoleActivation, "expert ids [n_rows, n_slots], uint32: moe_route's"),
+				out("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
+			}
+		},
+		geometry: gemmIDGeometry, geometryDoc: fixed("threadgroup (e, t): the (row, slot) pairs of expert e, listed in threadgroup memory from a scan of the ids, in simd_gemm's 32×64 tiles of Y (columns 64t..), 4 SIMD groups; grid = (Experts, ceil(N/64))"),
+		instances: func() []Spec { return typed(OpGEMMID, acts, weightTypes, 0) },
+	},
+	{
 		op: OpMoESum, params: MoESumParams{},
 		summary: fixed("out[r] = Σ_j weights[r·n_slots + j]·y[r, j], j < n_slots, summed in float from slot 0 in slot order, r < n_rows: the weighted experts' outputs of a row"),
 		bindings: func(Spec) []Binding {

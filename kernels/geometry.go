@@ -551,8 +551,8 @@ func moeRouteGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 // names and the slot's x; lanes stride over the row's 16-element chunks
 // and a simd_sum per row ends each dot product, as in gemvGeometry (the
 // same nr and nsg per weight type). In prefill an expert's matrix is read
-// once per (row, slot) that chose it: simple first, grouping rows by
-// expert is the step after. grid = (ceil(N / (nr·nsg)), Slots, Tokens).
+// once per (row, slot) that chose it; gemm_id (gemmIDGeometry) is the
+// batch form that groups the rows by expert. grid = (ceil(N / (nr·nsg)), Slots, Tokens).
 func gemvIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	if err := need(k, "Tokens", s.Tokens, "N", s.N, "K", s.K, "Slots", s.Slots); err != nil {
 		return Launch{}, err
@@ -563,6 +563,39 @@ func gemvIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	sh := gemvShapes[k.DType]
 	return launch([3]int{ceilDiv(s.N, sh.NR*sh.NSG), s.Slots, s.Tokens}, sh.NSG*SIMDWidth, 0,
 		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(sh.NSG), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
+}
+
+// GEMMIDListCap is the (row, slot) pairs a gemm_id threadgroup lists in
+// threadgroup memory (GID_CAP in kernels/gpu/gemm_id.h).
+const GEMMIDListCap = 2048
+
+// gemmIDGeometry (gemm_id): threadgroup (e, t) computes columns [64t,
+// +64) of every (row, slot) pair that chose expert e. It scans the ids in
+// windows of 512 and compacts its expert's pairs into a list in
+// threadgroup memory; when the next window could overflow the list
+// (GEMMIDListCap pairs) or the ids end, it runs the prefill GEMM's tile
+// (gemmGeometry: 32×64 tiles of Y, K stepped by 32, 4 SIMD groups, the
+// same dequantization and 8×8 tile primitive) over the listed pairs 32 at
+// a time, X's rows gathered from the pairs' x and Y's rows scattered to
+// their y. So in prefill an expert's matrix is read once per 32 pairs
+// that chose it, where gemv_id reads it once per pair; every threadgroup
+// reads all the ids (4 bytes a pair, small beside the weights). Threadgroup
+// (0, t) writes the zeros of pairs whose id is past the experts, which no
+// list holds. The list is capped rather than sized for the batch: a
+// 4096-row prefill chunk of 8 slots is 32768 pairs, too many for
+// threadgroup memory, so a skewed batch (an expert chosen by more than
+// 1536 rows) runs several passes of its tiles, each ending a tile early at
+// most. grid = (Experts, ceil(N/64)); threadgroup memory = simd_gemm's
+// tiles, 4 counts and the list of uint32 pairs.
+func gemmIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Tokens", s.Tokens, "N", s.N, "K", s.K, "Experts", s.Experts, "Slots", s.Slots); err != nil {
+		return Launch{}, err
+	}
+	if err := needBlocks(k, "K", s.K); err != nil {
+		return Launch{}, err
+	}
+	return launch([3]int{s.Experts, ceilDiv(s.N, gemmTN), 1}, gemmSG*SIMDWidth,
+		(gemmTM*gemmTK+gemmTN*gemmTK)*actBytes(k)+4*4+4*GEMMIDListCap), nil
 }
 
 // moeSumGeometry (moe_sum): thread i of threadgroup (x, r) owns element

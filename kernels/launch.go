@@ -50,7 +50,7 @@ func (k *Kernel) ShapeOf(x *Extents) (Shape, error) {
 		s = Shape{Tokens: i("n_rows"), Dim: i("dim"), Pooling: int(min(m, 1<<31-1)), Normalize: r.on("l2_normalize")}
 	case OpMoERoute:
 		s = Shape{Tokens: i("n_rows"), Experts: i("n_expert"), Slots: i("k"), Norm: r.on("norm_w")}
-	case OpGEMVID:
+	case OpGEMVID, OpGEMMID:
 		s = Shape{Tokens: i("n_rows"), N: i("n"), K: i("k"), Experts: i("n_expert"), Slots: i("n_slots")}
 	case OpMoESum:
 		s = Shape{Tokens: i("n_rows"), Dim: i("n"), Slots: i("n_slots")}

@@ -45,6 +45,7 @@ const (
 	OpMoERoute                 // the k experts of each row: softmax of the router logits, top k, ids and weights
 	OpGEMVID                   // y[r, j] = W[ids[r, j]]·x[r, j]: the expert-indexed matrix product of a MoE FFN
 	OpMoESum                   // out[r] = Σ_j weights[r, j]·y[r, j]: the experts' outputs of a row, weighted
+	OpGEMMID                   // OpGEMVID for a batch: the rows grouped by expert, a GEMM per expert
 	numOps
 )
 
@@ -55,6 +56,7 @@ var opNames = [numOps]string{
 	"attention_decode_reduce", "attention_prefill", "bias_add", "add", "mul", "scale",
 	"softcap", "silu", "gelu", "silu_gate", "gelu_gate", "copy", "convert", "argmax",
 	"gumbel_topk", "gather_rows", "pool", "moe_route", "gemv_id", "moe_sum",
+	"gemm_id",
 }
 
 func (o Op) String() string {
@@ -72,7 +74,7 @@ func (o Op) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 // target), which then appears in their names.
 func (o Op) Typed() bool {
 	switch o {
-	case OpGEMV, OpGEMM, OpEmbedding, OpConvert, OpGEMVID:
+	case OpGEMV, OpGEMM, OpEmbedding, OpConvert, OpGEMVID, OpGEMMID:
 		return true
 	}
 	return false
@@ -149,6 +151,7 @@ type Spec struct {
 //	gemv[_wide]_<dtype>[_x16][_l][_silu][_f32]  gemv_q4_0, gemv_q4_0_l, gemv_wide_q6_k, gemv_q4_k_silu, gemv_q4_0_x16_f32
 //	simd_gemm[_small]_<dtype>[_x16][_f32]       simd_gemm_q8_0, simd_gemm_small_f16, simd_gemm_q4_0_x16_f32
 //	gemv_id_<dtype>[_f32]                     gemv_id_q4_k, gemv_id_q8_0_f32
+//	gemm_id_<dtype>[_f32]                     gemm_id_q4_0, gemm_id_q6_k_f32
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
@@ -202,6 +205,8 @@ func (s Spec) Name() (string, error) {
 		return "simd_gemm" + flag(Small, "_small") + "_" + dt + flag(X16, "_x16") + actTail, nil
 	case OpGEMVID:
 		return "gemv_id_" + dt + actTail, nil
+	case OpGEMMID:
+		return "gemm_id_" + dt + actTail, nil
 	case OpEmbedding:
 		return "embedding_lookup_" + dt + actTail, nil
 	case OpConvert:
@@ -256,6 +261,12 @@ func GEMMName(dt dtype.Type, small bool, act dtype.Type) string {
 // and down projections) for expert matrices of type dt.
 func GEMVIDName(dt, act dtype.Type) string {
 	return name(Spec{Op: OpGEMVID, DType: dt, Act: act})
+}
+
+// GEMMIDName is the name of the expert-indexed GEMM, gemv_id's form for a
+// batch (the rows grouped by expert), for expert matrices of type dt.
+func GEMMIDName(dt, act dtype.Type) string {
+	return name(Spec{Op: OpGEMMID, DType: dt, Act: act})
 }
 
 // EmbeddingName is the name of the embedding lookup in a table of type dt,

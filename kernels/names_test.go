@@ -51,6 +51,8 @@ func TestTheConventionSpellsEachSpecOneWay(t *testing.T) {
 		{Spec{Op: OpMoERoute, Act: dtype.F16}, "moe_route_f16"},
 		{Spec{Op: OpGEMVID, DType: dtype.Q4_K, Act: dtype.F16}, "gemv_id_q4_k"},
 		{Spec{Op: OpGEMVID, DType: dtype.Q8_0, Act: dtype.F32}, "gemv_id_q8_0_f32"},
+		{Spec{Op: OpGEMMID, DType: dtype.Q4_0, Act: dtype.F16}, "gemm_id_q4_0"},
+		{Spec{Op: OpGEMMID, DType: dtype.Q6_K, Act: dtype.F32}, "gemm_id_q6_k_f32"},
 		{Spec{Op: OpMoESum, Act: dtype.F32}, "moe_sum_f32"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {

@@ -86,7 +86,7 @@ func TestTheCUDACheckCatchesBrokenBodies(t *testing.T) {
 	}
 	for name, edit := range map[string][2]string{
 		"an undeclared function": {"rsqrt(", "rsqrt_undeclared("},
-		"a metal-only builtin":   {"simd_sum(v);", "simd_prefix_exclusive_sum(v);"},
+		"a metal-only builtin":   {"simd_sum(v);", "simd_broadcast_first(v);"},
 		"a missing field":        {"p.eps", "p.epsilon"},
 	} {
 		if !strings.Contains(src, edit[0]) {

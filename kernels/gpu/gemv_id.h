@@ -7,7 +7,8 @@
 // holds n_expert matrices only. Every lane of a SIMD group shares (r, j)
 // and its rows, so the early returns leave no lane of a simd_sum behind.
 // In prefill an expert's matrix is read once per (row, slot) that chose
-// it; runtime/cpu's twin groups the rows by expert instead.
+// it; gemm_id.h, the batch form, groups the rows by expert (as runtime/cpu's
+// twin does).
 #include "gemv_rows.h"
 
 template <int T>

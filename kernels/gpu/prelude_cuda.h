@@ -110,6 +110,16 @@ struct tile_half {
     bool t;
 };
 inline uint akunu_lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; }
+// simd_prefix_exclusive_sum: the sum of v over the lanes below this one
+// (a Hillis-Steele scan of shuffles up).
+inline uint simd_prefix_exclusive_sum(uint v) {
+    uint l = akunu_lane(), s = v;
+    for (uint o = 1; o < 32; o *= 2) {
+        uint u = __shfl_up_sync(0xffffffffu, s, o);
+        if (l >= o) s += u;
+    }
+    return s - v;
+}
 inline void tile_zero(tile_acc& d) { d.v[0] = d.v[1] = 0.0f; }
 inline void tile_load(tile_half& m, const half* src, uint ld, bool t) {
     m.p = src;

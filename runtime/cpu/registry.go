@@ -36,6 +36,7 @@ var binders = func() map[string]binder {
 		kernels.OpPool:                  bindPool,
 		kernels.OpMoERoute:              bindMoERoute,
 		kernels.OpGEMVID:                bindGEMVID,
+		kernels.OpGEMMID:                bindGEMVID,
 		kernels.OpMoESum:                bindMoESum,
 	}
 	m := map[string]binder{}

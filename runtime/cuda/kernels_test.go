@@ -66,6 +66,42 @@ type kcase struct {
 // first), runs it once and returns the bytes of every buffer it writes.
 func run(t *testing.T, be backend, k *kernels.Kernel, c kcase) map[string][]byte {
 	t.Helper()
+	b := bindCase(t, be, k, c)
+	defer b.free()
+	be.Encode(b.prog, []plans.Step{{}})
+	be.Commit()
+	if err := be.Wait(); err != nil {
+		t.Fatalf("%s: %v", k.Name, err)
+	}
+	out := map[string][]byte{}
+	for i, h := range b.bufs {
+		name := b.names[i]
+		for _, kb := range k.Bindings {
+			if kb.Name == name && kb.Access != kernels.Read {
+				o := make([]byte, len(c.bufs[name]))
+				if err := be.Read(o, h, 0); err != nil {
+					t.Fatal(err)
+				}
+				out[name] = o
+			}
+		}
+	}
+	return out
+}
+
+// boundCase is a case's command bound on a backend: its program, its
+// buffers (names by index) and what frees them.
+type boundCase struct {
+	prog  device.Program
+	bufs  []device.Buffer
+	names map[int]string
+	free  func()
+}
+
+// bindCase binds the case's command on be as the runtime would
+// (device.Resolve first), its buffers holding the case's bytes.
+func bindCase(t *testing.T, be backend, k *kernels.Kernel, c kcase) boundCase {
+	t.Helper()
 	tun, err := chips.Resolve("h100-sxm", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +125,15 @@ func run(t *testing.T, be backend, k *kernels.Kernel, c kcase) map[string][]byte
 	pl := &plans.Plan{Pipelines: []plans.Pipeline{p}}
 	pl.Header.Target.Tuning.NormTG = uint32(tun.Tuning().NormTG)
 	var bufs []device.Buffer
-	defer func() {
+	freeBufs := func() {
 		for _, b := range bufs {
 			be.Free(b)
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			freeBufs()
 		}
 	}()
 	names := map[int]string{}
@@ -131,26 +173,8 @@ func run(t *testing.T, be backend, k *kernels.Kernel, c kcase) map[string][]byte
 	if err != nil {
 		t.Fatalf("%s: bind: %v", k.Name, err)
 	}
-	defer be.Unbind(prog)
-	be.Encode(prog, []plans.Step{{}})
-	be.Commit()
-	if err := be.Wait(); err != nil {
-		t.Fatalf("%s: %v", k.Name, err)
-	}
-	out := map[string][]byte{}
-	for i, b := range bufs {
-		name := names[i]
-		for _, kb := range k.Bindings {
-			if kb.Name == name && kb.Access != kernels.Read {
-				o := make([]byte, len(c.bufs[name]))
-				if err := be.Read(o, b, 0); err != nil {
-					t.Fatal(err)
-				}
-				out[name] = o
-			}
-		}
-	}
-	return out
+	ok = true
+	return boundCase{prog, bufs, names, func() { be.Unbind(prog); freeBufs() }}
 }
 
 // Sizes of the cases: small, but past one threadgroup and one block of
@@ -337,6 +361,9 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		s := kernels.Shape{Tokens: rows, N: tN, K: tK, Experts: ne, Slots: ns}
 		b := map[string][]byte{"w": quantized(t, r, k.DType, ne*tN, tK), "x": f16s(r, rows*ns*tK, 1), "ids": ids, "y": make([]byte, 2*rows*ns*tN)}
 		return kcase{s, kernels.GEMVIDParams{N: tN, K: tK, NSlots: ns, NRows: rows, NExpert: ne, XStride: ns * tK, XSlot: tK, YStride: ns * tN}, b}, nil
+	case kernels.OpGEMMID:
+		cs := gemmIDForms(t, r, k)
+		return cs[0], nil
 	case kernels.OpMoESum:
 		// 300 elements (past one threadgroup of 256), 3 slots, 4 rows,
 		// strides past the rows' widths.
@@ -350,7 +377,7 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 
 // quantizedProduct reports whether k multiplies by quantized weights.
 func quantizedProduct(k *kernels.Kernel) bool {
-	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM || k.Op == kernels.OpGEMVID) && k.DType.Quantized()
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM || k.Op == kernels.OpGEMVID || k.Op == kernels.OpGEMMID) && k.DType.Quantized()
 }
 
 // product is the exact y = W·x (+ bias) of a GEMV or GEMM case, W
@@ -358,7 +385,7 @@ func quantizedProduct(k *kernels.Kernel) bool {
 // _silu GEMV, silu(gate)·up in float), rounded to F16 as the kernels store y.
 func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 	t.Helper()
-	if k.Op == kernels.OpGEMVID {
+	if k.Op == kernels.OpGEMVID || k.Op == kernels.OpGEMMID {
 		return productID(t, k, c)
 	}
 	m, n, kk := c.shape.Tokens, c.shape.N, c.shape.K
@@ -487,6 +514,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			if k.Op == kernels.OpMoERoute || k.Op == kernels.OpGEMVID {
 				cases = moeForms(rand.New(rand.NewPCG(3, uint64(len(k.Name)))), cs)
 			}
+			if k.Op == kernels.OpGEMMID {
+				cases = gemmIDForms(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
+			}
 			for _, cs := range cases {
 				want := run(t, c, k, cs)
 				got := run(t, g, k, cs)
@@ -545,6 +575,9 @@ func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
 			}
 			if k.Op == kernels.OpMoERoute || k.Op == kernels.OpGEMVID {
 				cases = moeForms(rand.New(rand.NewPCG(3, uint64(len(k.Name)))), cs)
+			}
+			if k.Op == kernels.OpGEMMID {
+				cases = gemmIDForms(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
 			}
 			for _, cs := range cases {
 				out := run(t, c, k, cs)
@@ -674,4 +707,81 @@ func productID(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 		}
 	}
 	return map[string][]byte{"y": y}
+}
+
+// gemmIDForms are gemm_id's cases, batches whose pairs the kernel groups
+// by expert: 37 rows choosing 8 of 16 experts, each slot its own x
+// (x_slot K, the down projection) and one x a row (x_slot 0, gate and
+// up), expert 3 in slot 0 of most rows, experts 12 to 15 chosen by no
+// row, one id past the experts; 300 rows choosing 2 of 4 (x_slot K, then
+// 0), expert 1 chosen by all rows but the one whose slot 0 is past the
+// experts, expert 3 by none; and 300 rows of 8 slots of which 7 name
+// expert 5 in most rows (2000-odd pairs: more than one threadgroup's list
+// holds, so its tiles run in several passes). N is tN, 96: a whole tile
+// of 64 columns and a part of one. y starts as noise, so the zeros of an
+// id past the experts are checked.
+func gemmIDForms(t *testing.T, r *rand.Rand, k *kernels.Kernel) []kcase {
+	t.Helper()
+	form := func(w []byte, rows, ne, ns, xslot int, pick func(row, j int) uint32) kcase {
+		ids := make([]uint32, rows*ns)
+		for row := range rows {
+			for j := range ns {
+				ids[row*ns+j] = pick(row, j)
+			}
+		}
+		xs := ns * xslot
+		if xslot == 0 {
+			xs = tK
+		}
+		s := kernels.Shape{Tokens: rows, N: tN, K: tK, Experts: ne, Slots: ns}
+		p := kernels.GEMVIDParams{N: tN, K: tK, NSlots: uint32(ns), NRows: uint32(rows), NExpert: uint32(ne),
+			XStride: uint32(xs), XSlot: uint32(xslot), YStride: uint32(ns * tN)}
+		b := map[string][]byte{"w": w, "x": f16s(r, (rows-1)*xs+(ns-1)*xslot+tK, 1), "ids": u32s(ids...), "y": f16s(r, rows*ns*tN, 1)}
+		return kcase{s, p, b}
+	}
+	w16, w4 := quantized(t, r, k.DType, 16*tN, tK), quantized(t, r, k.DType, 4*tN, tK)
+	// 8 of 16: slot 0 expert 3 (row 5: 16, past the experts), the others
+	// distinct experts of 0..11 without 3.
+	perms := make([][]int, 300)
+	for i := range perms {
+		perms[i] = r.Perm(11)
+	}
+	of12 := func(row, j int) uint32 {
+		if j == 0 {
+			if row == 5 {
+				return 16
+			}
+			return 3
+		}
+		e := uint32(perms[row][j-1])
+		if e >= 3 {
+			e++
+		}
+		return e
+	}
+	of4 := func(row, j int) uint32 {
+		switch {
+		case j == 0 && row == 7:
+			return 4
+		case j == 0:
+			return 1
+		}
+		return uint32(2 * (row % 2)) // 0 or 2
+	}
+	skewed := func(row, j int) uint32 {
+		if j < 7 && row%40 != 9 {
+			return 5
+		}
+		if row == 250 && j == 7 {
+			return 1 << 31
+		}
+		return uint32(perms[row][j%4])
+	}
+	return []kcase{
+		form(w16, 37, 16, 8, tK, of12),
+		form(w16, 37, 16, 8, 0, of12),
+		form(w4, 300, 4, 2, tK, of4),
+		form(w4, 300, 4, 2, 0, of4),
+		form(w16, 300, 16, 8, 0, skewed),
+	}
 }

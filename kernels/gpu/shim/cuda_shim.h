@@ -20,6 +20,7 @@ __device__ float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int widt
 __device__ unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask, int width = 32);
 __device__ float __shfl_down_sync(unsigned mask, float v, unsigned delta, int width = 32);
 __device__ unsigned __shfl_down_sync(unsigned mask, unsigned v, unsigned delta, int width = 32);
+__device__ unsigned __shfl_up_sync(unsigned mask, unsigned v, unsigned delta, int width = 32);
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 __device__ void __threadfence_block();
 __device__ float __int_as_float(int);
