@@ -11,16 +11,22 @@ import (
 // and after them k f32 gate weights a row (ValueInfo.Route); the route,
 // matmul_id and moe_sum commands bind its two halves.
 
-// selectMoE picks the kernel of a route, matmul_id or moe_sum node.
-func (s *state) selectMoE(n Node) ([]*kernels.Kernel, error) {
+// selectMoE picks the kernel of a route, matmul_id or moe_sum node: a
+// batch of more than 8 rows takes gemm_id, which groups the rows by expert
+// (each expert's matrix read once per tile of its rows), fewer gemv_id.
+func (s *state) selectMoE(p *program, n Node) ([]*kernels.Kernel, error) {
 	switch n := n.(type) {
 	case *Route:
 		return s.find(kernels.Spec{Op: kernels.OpMoERoute})
 	case *MatMulID:
 		dt := s.tensors[n.Weight].Type
-		ks, err := s.find(kernels.Spec{Op: kernels.OpGEMVID, DType: dt})
+		op, what := kernels.OpGEMVID, "GEMV (gemv_id)"
+		if p.rowsOf(n.In[0]) > 8 {
+			op, what = kernels.OpGEMMID, "GEMM (gemm_id)"
+		}
+		ks, err := s.find(kernels.Spec{Op: op, DType: dt})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v has no expert-indexed GEMV (gemv_id) for %s: %w", n.Weight, dt, s.opts.Chip, err)
+			return nil, fmt.Errorf("%s: %v has no expert-indexed %s for %s: %w", n.Weight, dt, what, s.opts.Chip, err)
 		}
 		return ks, nil
 	case *MoESum:

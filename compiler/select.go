@@ -209,7 +209,7 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 	case *Split:
 		return nil, nil
 	case *Route, *MatMulID, *MoESum:
-		return s.selectMoE(n)
+		return s.selectMoE(p, n)
 	case *Tail:
 		switch n.Op {
 		case TailGather:
