@@ -389,6 +389,13 @@ func (lw *lowering) shapes(s *stmt, op *Op, in []int, layer int) ([]int, bool) {
 		return nil, false
 	}
 	shape := func(name string) []int64 { return lw.tensors[name].Shape }
+	if op.Kind != OpMatmulID && op.Kind != OpMoESum {
+		for i, v := range op.In {
+			if lw.p.Values[v].Route > 0 {
+				return bad("argument %d is a route's result, which only matmul_id and moe_sum read, as their last argument", i+1)
+			}
+		}
+	}
 	switch op.Kind {
 	case OpEmbedding:
 		sh := shape(op.Weight)

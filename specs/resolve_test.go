@@ -392,3 +392,54 @@ tensors:
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
 }
+
+// The mixture-of-experts ops hold their arguments to what they mean: a
+// route's result is read only by matmul_id and moe_sum, as their last
+// argument; matmul_id's weight is [in, out, experts] and its x in or k·in
+// wide; route's k is within the experts.
+func TestMoEOpsCheckTheirArguments(t *testing.T) {
+	for _, tc := range []struct {
+		name, ffn, want string
+	}{
+		{"a route added to x", `
+    - r = route(matmul(h, ffn_gate_inp), 2)
+    - x = add(x, r)`, "add: argument 2 is a route's result"},
+		{"matmul_id without a route", `
+    - x = add(x, moe_sum(matmul_id(h, ffn_down_exps, h), h))`, "its last argument must be a route's result"},
+		{"k past the experts", `
+    - r = route(matmul(h, ffn_gate_inp), 9)
+    - x = add(x, moe_sum(matmul_id(matmul_id(h, ffn_up_exps, r), ffn_down_exps, r), r))`, "k 9: want 1 to min(32, 4 experts)"},
+		{"a 2-D weight", `
+    - r = route(matmul(h, ffn_gate_inp), 2)
+    - x = add(x, moe_sum(matmul_id(h, ffn_gate_inp, r), r))`, "not [in, out, experts]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := builtinFiles(t)
+			files["archs/moe.yaml"] = []byte(`inherit: llama
+architectures: [moe]
+tensors:
+  ffn_gate_inp:  blk.{layer}.ffn_gate_inp.weight [dim, 4]
+  ffn_up_exps:   blk.{layer}.ffn_up_exps.weight [dim, ffn, 4]
+  ffn_down_exps: blk.{layer}.ffn_down_exps.weight [ffn, dim, 4]
+layer:
+  ffn:
+    - h = rmsnorm(x, ffn_norm)` + tc.ffn + "\n")
+			r, err := specs.Load(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := r.ForArchitecture("moe")
+			md := stories260K()
+			md.KV["general.architecture"] = specs.StringValue("moe")
+			for k, v := range md.KV {
+				if rest, ok := strings.CutPrefix(k, "llama."); ok {
+					md.KV["moe."+rest] = v
+				}
+			}
+			_, err = a.Resolve(md)
+			if !errors.Is(err, specs.ErrShape) || !strings.Contains(fmt.Sprint(err), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
