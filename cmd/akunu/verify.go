@@ -145,6 +145,7 @@ type verifyReport struct {
 	Commands      int // commands compared
 	PromptTokens  int
 	DecodeSteps   int
+	Embedding     bool // an embedding model's plan: the prompt was one input of an embedding program
 	Mismatch      *mismatch
 	Backend, Base string
 }
@@ -164,6 +165,10 @@ func (r *verifyReport) print(w io.Writer, backend string) {
 		fmt.Fprintf(w, "verify: %s and cpu differ at %s[%d] %s (%s, step %d at position %d): %s\n",
 			backend, m.Program, m.Index, m.Label, m.Kernel, m.Step.Index, m.Step.Pos, m.Detail)
 		fmt.Fprintf(w, "verify: %d commands agreed before it\n", r.Commands)
+		return
+	}
+	if r.Embedding {
+		fmt.Fprintf(w, "verify: %s and cpu agree on all %d commands: the embedding of %d tokens\n", backend, r.Commands, r.PromptTokens)
 		return
 	}
 	fmt.Fprintf(w, "verify: %s and cpu agree on all %d commands: prefill of %d tokens, %d decode steps\n",
@@ -233,6 +238,10 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 		return nil, fmt.Errorf("verify: %d prompt tokens and %d steps exceed the plan's context of %d", len(prompt), n, p.Model.HParams.Ctx)
 	}
 	dec := p.Program(plans.ProgDecode)
+	if dec == nil { // an embedding model: the prompt as one input of an embedding program
+		rep.Embedding = true
+		return rep, verifyEmbed(p, prompt, write, run)
+	}
 	var next uint32 // the token after the prompt
 	for toks := prompt; len(toks) > 0 && rep.Mismatch == nil; {
 		if pr := p.Bucket(plans.KindBatch, uint32(len(toks))); pr != nil {
@@ -322,6 +331,36 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 		rep.DecodeSteps++
 	}
 	return rep, nil
+}
+
+// verifyEmbed replays the prompt as one input of the smallest embedding
+// program that holds it (sequence slot 0, positions 0.., pooled over all
+// its rows), through run, which compares every command.
+func verifyEmbed(p *plans.Plan, prompt []int32, write func(string, int, ...uint32) error, run func(*plans.Program, plans.Step) error) error {
+	n := len(prompt)
+	pr := p.Bucket(plans.KindEmbed, uint32(n))
+	if pr == nil {
+		return fmt.Errorf("verify: the plan has neither a decode nor an embedding program")
+	}
+	if n > int(pr.Batch) {
+		return fmt.Errorf("verify: %d prompt tokens; the plan embeds at most %d in one input", n, pr.Batch)
+	}
+	ts, ps, ss, last := make([]uint32, n), make([]uint32, n), make([]uint32, n), make([]uint32, n)
+	for i, t := range prompt {
+		ts[i], ps[i], last[i] = uint32(t), uint32(i), uint32(n-1)
+	}
+	for _, err := range []error{write("tokens", 0, ts...), write("positions", 0, ps...), write("seqs", 0, ss...),
+		write("pool_ranges", 0, 0, uint32(n))} {
+		if err != nil {
+			return err
+		}
+	}
+	if ioBuffer(p, "seq_last") >= 0 {
+		if err := write("seq_last", 0, last...); err != nil {
+			return err
+		}
+	}
+	return run(pr, plans.Step{Batch: uint32(n), Out: 1})
 }
 
 // bufferReader reads a model's buffers (runtime.Model; tests give bytes).

@@ -192,3 +192,15 @@ func TestVerifyNamesTheCommand(t *testing.T) {
 	}
 	t.Log(out.String())
 }
+
+// An embedding model's plan has no decode program: verify runs the prompt
+// as one input of an embedding program, command by command.
+func TestVerifyAnEmbeddingPlan(t *testing.T) {
+	plan := bertPlan(t)
+	var out, errb bytes.Buffer
+	code := run([]string{"verify", plan, "--backend", "cpu", "--threads", "2"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "cpu and cpu agree on all") || !strings.Contains(out.String(), "the embedding of") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	t.Log(strings.TrimSpace(out.String()))
+}
