@@ -195,7 +195,7 @@ func verifyModels(a, ref *runtime.Model, prompt []int32, n int) (*verifyReport, 
 			if err := ref.RunCommand(prog.Name, ci, s); err != nil {
 				return err
 			}
-			m, err := compareCommand(p, prog, ci, a, ref)
+			m, err := compareCommand(p, prog, ci, s, a, ref)
 			if err != nil {
 				return err
 			}
@@ -430,7 +430,7 @@ func outputs(p *plans.Plan, cmd *plans.Command) ([]output, *kernels.Kernel) {
 
 // compareCommand holds command ci's outputs on a to ref's, within the
 // kernel family's tolerance; nil when they agree.
-func compareCommand(p *plans.Plan, prog *plans.Program, ci int, am, rm bufferReader) (*mismatch, error) {
+func compareCommand(p *plans.Plan, prog *plans.Program, ci int, s plans.Step, am, rm bufferReader) (*mismatch, error) {
 	cmd := &prog.Commands[ci]
 	outs, k := outputs(p, cmd)
 	if k == nil {
@@ -449,6 +449,17 @@ func compareCommand(p *plans.Plan, prog *plans.Program, ci int, am, rm bufferRea
 		end := min(o.end, len(ab))
 		if p.Buffers[o.binding.Buffer].Kind == plans.BufKV {
 			end = len(ab) // every sequence slot the model has
+		}
+		if k.Op == kernels.OpMoERoute {
+			// A route's halves are u32 expert ids (exact) and f32 gate
+			// weights in activation scratch, k a row for the rows the
+			// step ran; rows past them hold bytes of other values.
+			rows, slots := max(s.Batch, 1), binary.LittleEndian.Uint32(cmd.Params[4:])
+			end = min(end, o.start+int(4*rows*slots))
+			o.elem = "f32"
+			if k.Bindings[o.binding.Slot].Name == "ids" {
+				o.elem = ""
+			}
 		}
 		got, want := ab[o.start:end], rb[o.start:end]
 		var detail string

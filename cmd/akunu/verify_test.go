@@ -10,11 +10,13 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/cuda"
+	"github.com/akunu-dev/akunu/specs"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
 
@@ -180,7 +182,7 @@ func TestVerifyNamesTheCommand(t *testing.T) {
 	o := outs[0]
 	copy(a[o.binding.Buffer][o.start:], f16s(1, 2, 3))
 	copy(ref[o.binding.Buffer][o.start:], f16s(1, 2, 3.5))
-	m, err := compareCommand(p, prog, ci, a, ref)
+	m, err := compareCommand(p, prog, ci, plans.Step{Batch: 1}, a, ref)
 	if err != nil || m == nil {
 		t.Fatal("no mismatch")
 	}
@@ -200,6 +202,19 @@ func TestVerifyAnEmbeddingPlan(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run([]string{"verify", plan, "--backend", "cpu", "--threads", "2"}, &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), "cpu and cpu agree on all") || !strings.Contains(out.String(), "the embedding of") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
+	}
+	t.Log(strings.TrimSpace(out.String()))
+}
+
+// A mixture-of-experts plan: the route's ids are compared exactly and its
+// gate weights as floats, over the rows the step ran.
+func TestVerifyAMoEPlan(t *testing.T) {
+	plan := synthCPUPlan(t, synth.Options{Arch: "qwen3moe", Dim: 64, Layers: 1, Heads: 2, KVHeads: 2, HeadDim: 32, FFN: 128, CtxTrain: 256,
+		DType: dtype.F16, Seed: 3, Set: map[string]specs.Value{"expert_count": specs.IntValue(8), "expert_used": specs.IntValue(2), "expert_ffn": specs.IntValue(64)}}, 256)
+	var out, errb bytes.Buffer
+	code := run([]string{"verify", plan, "--backend", "cpu", "-n", "4", "--threads", "2", "-p", "Hello there, experts of the world"}, &out, &errb)
+	if code != 0 || !strings.Contains(out.String(), "cpu and cpu agree on all") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
 	}
 	t.Log(strings.TrimSpace(out.String()))
