@@ -41,7 +41,7 @@ var (
 	gpuErr  error
 )
 
-func cudaBackend(t *testing.T) *cuda.Backend {
+func cudaBackend(t testing.TB) *cuda.Backend {
 	t.Helper()
 	gpuOnce.Do(func() { gpuBE, gpuErr = cuda.New(cuda.Options{}) })
 	if errors.Is(gpuErr, cuda.ErrUnavailable) {
@@ -100,7 +100,7 @@ type boundCase struct {
 
 // bindCase binds the case's command on be as the runtime would
 // (device.Resolve first), its buffers holding the case's bytes.
-func bindCase(t *testing.T, be backend, k *kernels.Kernel, c kcase) boundCase {
+func bindCase(t testing.TB, be backend, k *kernels.Kernel, c kcase) boundCase {
 	t.Helper()
 	tun, err := chips.Resolve("h100-sxm", 0)
 	if err != nil {
