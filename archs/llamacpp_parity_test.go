@@ -218,9 +218,10 @@ func compareHParams(h *specs.HParams, m *llamacpp.ModelInfo) []fieldPair {
 		theirEps = m.NormEps
 	}
 	theirStyle := ropeStyle(m.RopeType)
-	if h.RopeStyle == specs.RopeNone && h.Arch == "bert" {
-		// llama.cpp reports NeoX for BERT (its nomic-bert sibling rotates),
-		// but its bert graph rotates nothing: the style is moot.
+	if h.RopeStyle == specs.RopeNone {
+		// A spec that rotates nothing (BERT) has no style to agree on;
+		// llama.cpp reports one anyway (NeoX for bert, which its
+		// nomic-bert sibling uses).
 		theirStyle = string(specs.RopeNone)
 	}
 	pairs := []fieldPair{

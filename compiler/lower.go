@@ -102,9 +102,8 @@ func lowerPass(s *state) (string, error) {
 	if s.pooling != 0 {
 		pool = ", " + PoolingName(s.pooling) + " pooling"
 	}
-	return fmt.Sprintf("%s (%s): %d layers, %d nodes per %s, ctx %d, %s activations, batch buckets %v%s",
-		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), map[bool]string{true: "token", false: "row"}[g.Form == FormDecode],
-		s.ctx, strings.ToLower(s.act.String()), s.buckets, pool), nil
+	return fmt.Sprintf("%s (%s): %d layers, %d nodes in the %s graph, ctx %d, %s activations, batch buckets %v%s",
+		s.hp.Arch, s.hp.Spec, g.Layers, len(g.Nodes), g.Form, s.ctx, strings.ToLower(s.act.String()), s.buckets, pool), nil
 }
 
 // forms are the program forms the model compiles to: decode, sampled and

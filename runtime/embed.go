@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // ErrNotGenerative: the plan is an embedding model's (embedding programs
@@ -135,24 +135,26 @@ func (m *Model) embedBucket(n int) *program {
 // replayEmbed runs one replay of inputs packed back to back, input k in
 // sequence slot slots[k] at positions 0, 1, ...
 func (m *Model) replayEmbed(inputs [][]int32, slots []int, rows int, prog *program) error {
-	row := func(r int) (k, pos int) {
-		for k = range inputs {
-			if r < len(inputs[k]) {
-				return k, r
+	// each writes f(input, position) for the rows, inputs back to back.
+	each := func(dst device.Buffer, f func(k, pos int) uint32) error {
+		st, r := m.stage[:4*rows], 0
+		for k, in := range inputs {
+			for pos := range in {
+				binary.LittleEndian.PutUint32(st[4*r:], f(k, pos))
+				r++
 			}
-			r -= len(inputs[k])
 		}
-		return len(inputs) - 1, 0
+		return m.be.Write(dst, 0, st)
 	}
-	err := m.writeRows(m.io.tokens, rows, func(r int) uint32 { k, p := row(r); return uint32(inputs[k][p]) })
+	err := each(m.io.tokens, func(k, pos int) uint32 { return uint32(inputs[k][pos]) })
 	if err == nil {
-		err = m.writeRows(m.io.pos, rows, func(r int) uint32 { _, p := row(r); return uint32(p) })
+		err = each(m.io.pos, func(_, pos int) uint32 { return uint32(pos) })
 	}
 	if err == nil {
-		err = m.writeRows(m.io.seqs, rows, func(r int) uint32 { k, _ := row(r); return uint32(slots[k]) })
+		err = each(m.io.seqs, func(k, _ int) uint32 { return uint32(slots[k]) })
 	}
 	if err == nil && m.io.seqLast.Valid() {
-		err = m.writeRows(m.io.seqLast, rows, func(r int) uint32 { k, _ := row(r); return uint32(len(inputs[k]) - 1) })
+		err = each(m.io.seqLast, func(k, _ int) uint32 { return uint32(len(inputs[k]) - 1) })
 	}
 	if err == nil {
 		start := 0
@@ -174,18 +176,4 @@ func (m *Model) replayEmbed(inputs [][]int32, slots []int, rows int, prog *progr
 		return fmt.Errorf("runtime: %s: %w", prog.p.Name, err)
 	}
 	return nil
-}
-
-// Cosine is the cosine similarity of two vectors (0 when either is zero).
-func Cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range min(len(a), len(b)) {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
 }
