@@ -12,6 +12,7 @@
 // simd_gemm_small (2–8 rows): SIMD group g owns 8 output features and reads
 // each weight chunk once for all rows of X; lanes stride over the chunks.
 #include "quants.h"
+#include "gemm_stage.h"
 
 
 #define TM 32
@@ -42,17 +43,7 @@ inline void simd_gemm(device const uchar* w,
             uint r = e / TK, c = e % TK;
             sx[e] = (m0 + r < p.m && k0 + c < p.k) ? x[ulong(m0 + r) * p.lda + k0 + c] : half(0.0f);
         }
-        // W: 64 rows × 2 chunks of 16, one chunk per thread.
-        {
-            uint r = tid / 2, c = (k0 / 16) + (tid & 1);
-            float v[16];
-            if (n0 + r < p.n && 16 * c < p.k) {
-                dequant16<T>(w + ulong(n0 + r) * rb, c, p.k, v);
-            } else {
-                for (uint i = 0; i < 16; i++) v[i] = 0.0f;
-            }
-            for (uint i = 0; i < 16; i++) sw[r * TK + (tid & 1) * 16 + i] = half(v[i]);
-        }
+        gemm_stage_w<T>(sw, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 2 chunks of 16
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint kk = 0; kk < TK; kk += 8) {
             tile_half a[4], b[2];

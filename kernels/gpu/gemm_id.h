@@ -19,6 +19,7 @@
 // (0, t) also writes the zeros of the pairs whose id is past n_expert (no
 // expert lists them), columns [64t, +64), at the scan.
 #include "quants.h"
+#include "gemm_stage.h"
 
 #define GID_TM 32
 #define GID_TN 64
@@ -64,17 +65,7 @@ inline void gemm_id_tiles(device const uchar* we,
                 uint c = k0 + lane;
                 sx[(sg + 4 * i) * GID_TK + lane] = (xin[i] && c < p.k) ? x[xo[i] + c] : half(0.0f);
             }
-            // W: 64 rows × 2 chunks of 16, one chunk per thread.
-            {
-                uint r = tid / 2, c = (k0 / 16) + (tid & 1);
-                float v[16];
-                if (n0 + r < p.n && 16 * c < p.k) {
-                    dequant16<T>(we + ulong(n0 + r) * rb, c, p.k, v);
-                } else {
-                    for (uint i = 0; i < 16; i++) v[i] = 0.0f;
-                }
-                for (uint i = 0; i < 16; i++) sw[r * GID_TK + (tid & 1) * 16 + i] = half(v[i]);
-            }
+            gemm_stage_w<T>(sw, we, rb, n0, k0, p.n, p.k, tid); // W: the expert's 64 rows × 2 chunks of 16
             threadgroup_barrier(mem_flags::mem_threadgroup);
             for (uint kk = 0; kk < GID_TK; kk += 8) {
                 tile_half a[4], b[2];
