@@ -13,6 +13,19 @@ import (
 
 // stories260K is the metadata of ../shared/models/stories260K.gguf (a real
 // llama), without the tokenizer's contents.
+// stories260KAs is stories260K's metadata as an architecture of another
+// name: its llama.* keys copied under arch.
+func stories260KAs(arch string) *specs.MapMetadata {
+	md := stories260K()
+	md.KV["general.architecture"] = specs.StringValue(arch)
+	for k, v := range md.KV {
+		if rest, ok := strings.CutPrefix(k, "llama."); ok {
+			md.KV[arch+"."+rest] = v
+		}
+	}
+	return md
+}
+
 func stories260K() *specs.MapMetadata {
 	return specs.NewMapMetadata(map[string]specs.Value{
 		"general.architecture":                   specs.StringValue("llama"),
@@ -376,13 +389,7 @@ tensors:
 		t.Fatal(err)
 	}
 	a, _ := r.ForArchitecture("odd")
-	md := stories260K()
-	md.KV["general.architecture"] = specs.StringValue("odd")
-	for k, v := range md.KV {
-		if rest, ok := strings.CutPrefix(k, "llama."); ok {
-			md.KV["odd."+rest] = v
-		}
-	}
+	md := stories260KAs("odd")
 	_, err = a.Resolve(md)
 	if !errors.Is(err, specs.ErrShape) {
 		t.Fatalf("err = %v", err)
@@ -429,13 +436,7 @@ layer:
 				t.Fatal(err)
 			}
 			a, _ := r.ForArchitecture("moe")
-			md := stories260K()
-			md.KV["general.architecture"] = specs.StringValue("moe")
-			for k, v := range md.KV {
-				if rest, ok := strings.CutPrefix(k, "llama."); ok {
-					md.KV["moe."+rest] = v
-				}
-			}
+			md := stories260KAs("moe")
 			_, err = a.Resolve(md)
 			if !errors.Is(err, specs.ErrShape) || !strings.Contains(fmt.Sprint(err), tc.want) {
 				t.Errorf("err = %v\nwant %q", err, tc.want)

@@ -83,20 +83,21 @@ func main() {
 	}
 }
 
-// loadModel maps the model with ngl layers on the GPU.
-func loadModel(lib *llamacpp.Lib, model string, ngl int) (*llamacpp.Model, error) {
+// openModel loads llama.cpp and maps the model with ngl layers on the GPU.
+func openModel(model string, ngl int) (*llamacpp.Lib, *llamacpp.Model, error) {
+	lib, err := llamacpp.Load()
+	if err != nil {
+		return nil, nil, err
+	}
 	p := lib.DefaultModelParams()
 	p.LoadMode = llamacpp.LoadModeMmap
 	p.NGPULayers = int32(ngl)
-	return lib.LoadModelWith(model, p)
+	lm, err := lib.LoadModelWith(model, p)
+	return lib, lm, err
 }
 
 func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool) (*Result, error) {
-	lib, err := llamacpp.Load()
-	if err != nil {
-		return nil, err
-	}
-	lm, err := loadModel(lib, model, ngl)
+	lib, lm, err := openModel(model, ngl)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +169,7 @@ func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool) (*Resu
 
 // runEmbed times llama.cpp's pooled embeddings of b inputs of n tokens.
 func runEmbed(model string, threads, ngl, b, n, reps int) (*Result, error) {
-	lib, err := llamacpp.Load()
-	if err != nil {
-		return nil, err
-	}
-	lm, err := loadModel(lib, model, ngl)
+	lib, lm, err := openModel(model, ngl)
 	if err != nil {
 		return nil, err
 	}
