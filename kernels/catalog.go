@@ -65,6 +65,10 @@ type Binding struct {
 	Role   Role   `json:"role"`
 	When   string `json:"when,omitempty"` // bound only when this bool constant is true
 	Doc    string `json:"doc"`            // shape and dtype of what is bound
+	// Elem is the element type of what the binding holds when it is not
+	// the buffer's ("u32", "f32": a route's halves in activation scratch);
+	// "" when it is the buffer's (or the kernel's activation type).
+	Elem string `json:"elem,omitempty"`
 }
 
 // Access says whether a kernel reads or writes a binding.

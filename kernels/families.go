@@ -80,6 +80,7 @@ func inout(name string, role Role, doc string) Binding {
 	return Binding{Name: name, Access: ReadWrite, Role: role, Doc: doc}
 }
 func when(b Binding, constant string) Binding { b.When = constant; return b }
+func elem(b Binding, e string) Binding        { b.Elem = e; return b }
 
 // constants numbers the constants in order.
 func constants(cs ...Constant) []Constant {
@@ -483,8 +484,8 @@ var families = []*family{
 		bindings: func(Spec) []Binding {
 			return []Binding{
 				in("logits", RoleActivation, "router logits [n_rows, a_stride], n_expert each"),
-				out("ids", RoleActivation, "expert ids [n_rows, k], uint32"),
-				out("weights", RoleActivation, "expert weights [n_rows, k], F32"),
+				elem(out("ids", RoleActivation, "expert ids [n_rows, k], uint32"), "u32"),
+				elem(out("weights", RoleActivation, "expert weights [n_rows, k], F32"), "f32"),
 			}
 		},
 		constants: func(Spec) []Constant {

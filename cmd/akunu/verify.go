@@ -410,6 +410,10 @@ func outputs(p *plans.Plan, cmd *plans.Command) ([]output, *kernels.Kernel) {
 			}
 		}
 		switch {
+		case k.Bindings[b.Slot].Elem == "u32": // ids: compared exactly
+			o.elem = ""
+		case k.Bindings[b.Slot].Elem != "":
+			o.elem = k.Bindings[b.Slot].Elem
 		case buf.DType == "f16" || buf.DType == "f32" || buf.DType == "u32":
 			o.elem = buf.DType
 		case buf.DType != "":
@@ -451,15 +455,11 @@ func compareCommand(p *plans.Plan, prog *plans.Program, ci int, s plans.Step, am
 			end = len(ab) // every sequence slot the model has
 		}
 		if k.Op == kernels.OpMoERoute {
-			// A route's halves are u32 expert ids (exact) and f32 gate
-			// weights in activation scratch, k a row for the rows the
-			// step ran; rows past them hold bytes of other values.
+			// A route's halves sit in activation scratch sized for the
+			// bucket, k values a row: only the step's rows are the
+			// command's; the bytes past them belong to other values.
 			rows, slots := max(s.Batch, 1), binary.LittleEndian.Uint32(cmd.Params[4:])
 			end = min(end, o.start+int(4*rows*slots))
-			o.elem = "f32"
-			if k.Bindings[o.binding.Slot].Name == "ids" {
-				o.elem = ""
-			}
 		}
 		got, want := ab[o.start:end], rb[o.start:end]
 		var detail string
