@@ -55,6 +55,9 @@ type Options struct {
 	// the model serves at once (0: 1). At most the plan's max_seqs; each
 	// costs the KV cache of a whole context.
 	Seqs int
+	// SeqsFor, when set, decides Seqs from the plan once Load has read it
+	// (a command whose slots depend on what the plan holds reads it once).
+	SeqsFor func(*plans.Plan) int
 	// Progress, when set, is told what loading is doing (a stage name,
 	// bytes done and total); it is called only for stages that take long.
 	Progress func(stage string, done, total int64)
@@ -151,6 +154,9 @@ func Load(planPath string, o Options) (*Model, error) {
 		if o.Model, err = FindModel(planPath, p); err != nil {
 			return nil, err
 		}
+	}
+	if o.SeqsFor != nil {
+		o.Seqs = o.SeqsFor(p)
 	}
 	made := false
 	if o.Backend == nil && o.NewBackend != nil {

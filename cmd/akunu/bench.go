@@ -97,18 +97,17 @@ func runBench(ctx *cli.Context, args []string) error {
 	if len(batches) > 0 {
 		seqs = slices.Max(batches)
 	}
-	p, err := plans.ReadFile(pos[0])
-	if err != nil {
-		return err
-	}
-	encoder := p.Program(plans.ProgDecode) == nil
-	if encoder && embeds == nil {
-		embeds = []int{1, 32}
-	}
-	if embeds != nil {
-		seqs = max(seqs, embedSeqs(p))
-	}
-	m, err := lf.load(ctx, pos[0], seqs)
+	encoder := false
+	m, err := lf.loadFor(ctx, pos[0], func(p *plans.Plan) int {
+		encoder = p.Program(plans.ProgDecode) == nil
+		if encoder && embeds == nil {
+			embeds = []int{1, 32}
+		}
+		if embeds != nil {
+			return max(seqs, embedSeqs(p))
+		}
+		return seqs
+	})
 	if err != nil {
 		return err
 	}

@@ -78,11 +78,7 @@ func runEmbed(ctx *cli.Context, args []string) error {
 	if len(texts) == 0 {
 		return fmt.Errorf("%w: no text to embed: give TEXT arguments or -f FILE", cli.ErrUsage)
 	}
-	p, err := plans.ReadFile(pos[0])
-	if err != nil {
-		return err
-	}
-	m, err := lf.load(ctx, pos[0], embedSeqs(p))
+	m, err := lf.loadFor(ctx, pos[0], embedSeqs)
 	if err != nil {
 		return err
 	}
@@ -115,7 +111,7 @@ func runEmbed(ctx *cli.Context, args []string) error {
 				Tokens int     `json:"tokens"`
 				MS     float64 `json:"ms"`
 			} `json:"usage"`
-		}{Model: p.Header.Model.File, Dim: m.EmbeddingDim()}
+		}{Model: m.Plan.Header.Model.File, Dim: m.EmbeddingDim()}
 		for i, v := range vecs {
 			out.Data = append(out.Data, embedding{Index: i, Tokens: len(inputs[i]), Embedding: v})
 		}

@@ -103,10 +103,15 @@ func (lf loadFlags) checkPlan(ctx *cli.Context, plan, model string) error {
 // load loads plan on the chosen backend with seqs sequence slots; the
 // backend is made from the plan's target, which Load reads once.
 func (lf loadFlags) load(ctx *cli.Context, plan string, seqs int) (*runtime.Model, error) {
+	return lf.loadFor(ctx, plan, func(*plans.Plan) int { return seqs })
+}
+
+// loadFor is load with the sequence slots decided from the plan as read.
+func (lf loadFlags) loadFor(ctx *cli.Context, plan string, seqs func(*plans.Plan) int) (*runtime.Model, error) {
 	if err := lf.checkPlan(ctx, plan, *lf.model); err != nil {
 		return nil, err
 	}
-	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Threads: *lf.threads, Seqs: seqs, VerifyWeights: *lf.verifyWeights,
+	m, err := runtime.Load(plan, runtime.Options{Model: *lf.model, Threads: *lf.threads, SeqsFor: seqs, VerifyWeights: *lf.verifyWeights,
 		NewBackend: func(t plans.Target) (runtime.Backend, error) { return lf.newBackend(ctx, t) },
 		Progress:   loadProgress(ctx.Stderr, cli.IsTerminal(ctx.Stderr))})
 	if err != nil {
