@@ -259,7 +259,7 @@ func TestCUDAEmbedMatchesTheCPUAndLlamaCpp(t *testing.T) {
 				ref := embedRef(t, model, inputs)
 				worstCPU, worstRef, worstD := 1.0, 1.0, 0.0
 				for i := range inputs {
-					cc, cr := cosine(got[i], want[i]), cosine(got[i], ref[i])
+					cc, cr := Cosine(got[i], want[i]), Cosine(got[i], ref[i])
 					for j := range got[i] {
 						worstD = max(worstD, math.Abs(float64(got[i][j]-want[i][j])))
 					}

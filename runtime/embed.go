@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
@@ -176,4 +177,19 @@ func (m *Model) replayEmbed(inputs [][]int32, slots []int, rows int, prog *progr
 		return fmt.Errorf("runtime: %s: %w", prog.p.Name, err)
 	}
 	return nil
+}
+
+// Cosine is the cosine similarity of two embeddings (0 when either is
+// zero): for Embed's vectors, which are unit length, their dot product.
+func Cosine(a, b []float32) float64 {
+	var ab, aa, bb float64
+	for i := range min(len(a), len(b)) {
+		ab += float64(a[i]) * float64(b[i])
+		aa += float64(a[i]) * float64(a[i])
+		bb += float64(b[i]) * float64(b[i])
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
 }

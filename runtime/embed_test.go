@@ -138,7 +138,7 @@ func TestEmbedParityWithLlamaCpp(t *testing.T) {
 				if len(got[i]) != len(ref[i]) {
 					t.Fatalf("input %d: %d values, llama.cpp %d", i, len(got[i]), len(ref[i]))
 				}
-				cos := cosine(got[i], ref[i])
+				cos := Cosine(got[i], ref[i])
 				var d float64
 				for j := range got[i] {
 					d = max(d, math.Abs(float64(got[i][j])-float64(ref[i][j])))
@@ -184,7 +184,7 @@ func TestEmbedBatchingIsInvisible(t *testing.T) {
 		}
 	}
 	// The inputs are different vectors.
-	if c := cosine(all[0], all[1]); c > 0.9999 {
+	if c := Cosine(all[0], all[1]); c > 0.9999 {
 		t.Errorf("two different inputs have cosine %v", c)
 	}
 }
@@ -213,18 +213,4 @@ func TestEmbedRefusals(t *testing.T) {
 	if _, err := d.Embed(bg, [][]int32{{1, 2}}); !errors.Is(err, ErrUnsupportedPlan) {
 		t.Errorf("Embed on a plan without embedding programs: %v", err)
 	}
-}
-
-// cosine is the cosine similarity of two vectors (0 when either is zero).
-func cosine(a, b []float32) float64 {
-	var ab, aa, bb float64
-	for i := range min(len(a), len(b)) {
-		ab += float64(a[i]) * float64(b[i])
-		aa += float64(a[i]) * float64(a[i])
-		bb += float64(b[i]) * float64(b[i])
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
 }
