@@ -25,7 +25,7 @@ func init() {
 	if haveVNNI {
 		weightTypeOf(dtype.Q4_0).q4 = dotQ4_0x4VNNIAsm
 		weightTypeOf(dtype.Q4_0).q44 = dotQ4_0x4x4VNNIAsm
-		q4Reordered = true
+		weightTypeOf(dtype.Q4_0).reordered = true
 	}
 }
 

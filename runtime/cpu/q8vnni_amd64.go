@@ -9,11 +9,38 @@ import (
 )
 
 //go:noescape
+func dotQ8_0x4VNNI(w unsafe.Pointer, stride int, qs, d unsafe.Pointer, nb int, out *[4]float32)
+
+//go:noescape
 func dotQ8_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
 
 func init() {
 	if haveVNNI {
+		weightTypeOf(dtype.Q8_0).q4 = dotQ8_0x4VNNIAsm
 		weightTypeOf(dtype.Q8_0).q44 = dotQ8_0x4x4VNNIAsm
+		weightTypeOf(dtype.Q8_0).reordered = true
+	}
+}
+
+// dotQ8_0x4VNNIAsm is the decode GEMV's four-row Q8_0 dot in AVX-512 VNNI:
+// out[r] is weight row r against the activation, bit for bit what
+// dotQ8_0x4x4VNNIAsm gives for that activation row (an odd last block
+// goes through the AVX2 four-row dot, as there).
+func dotQ8_0x4VNNIAsm(w []byte, rb int, qs []int8, d, _ []float32, out *[4]float32) {
+	nb := len(d)
+	even := nb &^ 1
+	_, _ = w[3*rb+nb*34-1], qs[nb*qk-1]
+	if even > 0 {
+		dotQ8_0x4VNNI(unsafe.Pointer(&w[0]), rb, unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), even, out)
+	} else {
+		*out = [4]float32{}
+	}
+	if even < nb {
+		var t [4]float32
+		dotQ8_0x4AVX2(unsafe.Pointer(&w[even*34]), rb, unsafe.Pointer(&qs[even*qk]), unsafe.Pointer(&d[even]), 1, &t)
+		for r := range out {
+			out[r] += t[r]
+		}
 	}
 }
 

@@ -18,15 +18,14 @@ type weightType struct {
 
 	// q4 and f4, where an assembly twin exists (dot_amd64.go), are q and
 	// f for four rows rb bytes apart in one pass, each row's result
-	// bit-identical to q's or f's; nil elsewhere.
+	// bit-identical to q's or f's (unless reordered); nil elsewhere.
 	q4 func(w []byte, rb int, qs []int8, d, s []float32, out *[4]float32)
 	f4 func(w []byte, rb int, x []float32, out *[4]float32)
 
 	// q44, where an assembly tile exists (q4vnni_amd64.go, q8vnni_amd64.go,
 	// ktile_amd64.go), is q4 for four activation rows i..i+3 of q at once
 	// (the prefill GEMM's tile): out[4j+r] is weight row r against
-	// activation row i+j, bit-identical to q4's (Q8_0's: within float32
-	// rounding of it); nil elsewhere.
+	// activation row i+j, bit-identical to q4's; nil elsewhere.
 	q44 func(w []byte, rb int, q *q8act, i, k int, out *[16]float32)
 
 	// f44, where an assembly tile exists (ftile_amd64.go), is the float
@@ -34,6 +33,11 @@ type weightType struct {
 	// activation rows i..i+3 of x (k floats each), out[4j+r] bit-identical
 	// to dotF32 of row r, widened, with row i+j; nil elsewhere.
 	f44 func(w []byte, rb int, x []float32, i, k int, out *[16]float32)
+
+	// reordered is set where q4 sums in an order of its own (the AVX-512
+	// VNNI forms of Q4_0 and Q8_0): its rows then agree with q to float32
+	// rounding instead of bit for bit.
+	reordered bool
 }
 
 func (t *weightType) rowBytes(k int) int { return k / t.bs * t.bb }
@@ -107,8 +111,3 @@ var (
 	dotQ8_0 = dotQ8_0Go
 	dotQ6_K = dotQ6_KGo
 )
-
-// q4Reordered is set where the four-row Q4_0 dot sums in an order of its
-// own (the AVX-512 VNNI form): its rows then agree with dotQ4_0 to float32
-// rounding instead of bit for bit.
-var q4Reordered bool
