@@ -351,15 +351,38 @@ func ctxEnd(r *rule, maxCtx uint64) {
 	r.atMost("the last position + 1", end, "max_ctx", maxCtx)
 }
 
-// kvBytes is what a layer's cache of heads × maxCtx rows of hd F16
-// elements takes: one sequence slot, or all of them for a Rows kernel,
-// which reads each row's slot from an io buffer.
+// kvBytes is what a layer's cache of heads × maxCtx rows of hd elements
+// takes (F16; Q8_0 blocks or F32 with the KV variants): one sequence slot,
+// or all of them for a Rows kernel, which reads each row's slot from an
+// io buffer.
 func kvBytes(r *rule, heads, maxCtx, hd uint64) uint64 {
-	n := mul(heads, maxCtx, hd, 2)
+	var n uint64
+	switch {
+	case r.k.Variant&KVQ8 != 0:
+		if hd%32 != 0 {
+			r.fail("head size %d is not whole Q8_0 blocks of 32", hd)
+		}
+		n = mul(heads, maxCtx, hd/32, 34)
+	case r.k.Variant&KVF32 != 0:
+		n = mul(heads, maxCtx, hd, 4)
+	default:
+		n = mul(heads, maxCtx, hd, 2)
+	}
 	if r.k.Variant&Rows != 0 {
 		n = mul(n, max(r.x.Seqs, 1))
 	}
 	return n
+}
+
+// kvElem names a cache's element type in a message.
+func kvElem(s Spec) string {
+	switch {
+	case s.Variant&KVQ8 != 0:
+		return "Q8_0"
+	case s.Variant&KVF32 != 0:
+		return "F32"
+	}
+	return "F16"
 }
 
 // heads checks n_kv_heads against n_heads: ≥ 1 and a divisor.
@@ -395,8 +418,8 @@ func ropeKVRule(r *rule) {
 	r.need("v", matrix(nt, kvs, mul(nkv, hdv), es), "n_tokens rows of kv_stride, n_kv_heads×head_dim_v each")
 	r.need("q_norm", mul(hd, 4), "head_dim weights")
 	r.need("k_norm", mul(hd, 4), "head_dim weights")
-	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim F16")
-	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v F16")
+	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim "+kvElem(r.k.Spec))
+	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v "+kvElem(r.k.Spec))
 	rowsRule(r, nt)
 }
 
@@ -407,8 +430,8 @@ func attentionRule(r *rule) {
 	constEq(r, "head_dim_v", hdv)
 	r.atMost("kv_len", r.u("kv_len"), "max_ctx", maxCtx)
 	es := r.actSize()
-	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim F16")
-	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v F16")
+	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim "+kvElem(r.k.Spec))
+	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v "+kvElem(r.k.Spec))
 	if r.k.Op == OpAttentionDecode {
 		if nt := r.u("n_tokens"); nt > 1 {
 			r.fail("n_tokens %d; decode attention takes one query", nt)

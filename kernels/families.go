@@ -67,6 +67,19 @@ func typed(op Op, actList, types []dtype.Type, variants ...Variant) []Spec {
 }
 
 var f16Only = []dtype.Type{dtype.F16}
+
+// kvSpecs lists op × variants with a Q8_0 and an F32 KV cache: F32
+// activations only, the CPU's (the GPU kernels read an F16 cache; ADR 0021).
+func kvSpecs(op Op, variants ...Variant) []Spec {
+	var out []Spec
+	for _, kv := range []Variant{KVQ8, KVF32} {
+		for _, v := range variants {
+			out = append(out, Spec{Op: op, Variant: v | kv, Act: dtype.F32})
+		}
+	}
+	return out
+}
+
 var f32Only = []dtype.Type{dtype.F32}
 
 // Binding constructors; slots are assigned by order.
@@ -288,24 +301,28 @@ var families = []*family{
 	{
 		op: OpRoPEQKVWrite, params: RoPEQKVWriteParams{},
 		summary: func(s Spec) string {
-			return "rotate q and k; q to q_out, k and v into the KV cache at their positions" + neoxNote(s) + rowsNote(s)
+			return "rotate q and k; q to q_out, k and v into the KV cache at their positions" + neoxNote(s) + rowsNote(s) + kvWriteNote(s)
 		},
-		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(false), rowsBindings(s)...) },
+		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(s, false), rowsBindings(s)...) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
 		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
-		instances: func() []Spec { return specs(OpRoPEQKVWrite, acts, 0, NeoX, Rows, NeoX|Rows) },
+		instances: func() []Spec {
+			return append(specs(OpRoPEQKVWrite, acts, 0, NeoX, Rows, NeoX|Rows), kvSpecs(OpRoPEQKVWrite, 0, NeoX, Rows, NeoX|Rows)...)
+		},
 	},
 	{
 		op: OpHeadNormRoPEKVWrite, params: RoPEQKVWriteParams{},
 		summary: func(s Spec) string {
-			return "RMSNorm each head of q and k (Qwen 3, Gemma 3), then rope_qkv_write" + neoxNote(s) + rowsNote(s)
+			return "RMSNorm each head of q and k (Qwen 3, Gemma 3), then rope_qkv_write" + neoxNote(s) + rowsNote(s) + kvWriteNote(s)
 		},
-		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(true), rowsBindings(s)...) },
+		bindings:  func(s Spec) []Binding { return append(ropeKVBindings(s, true), rowsBindings(s)...) },
 		constants: func(Spec) []Constant { return constants(headDimConst, factorsConst) },
 		geometry:  ropeKVGeometry, geometryDoc: fixed("a threadgroup per (head, token), q heads then kv heads (which also copy v), thread i owning pair i; grid = (heads + kv_heads, tokens)"),
 		// Only the NeoX form: the architectures with QK-norm (Qwen 3,
 		// Gemma 3) all rotate NeoX-style.
-		instances: func() []Spec { return specs(OpHeadNormRoPEKVWrite, acts, NeoX, NeoX|Rows) },
+		instances: func() []Spec {
+			return append(specs(OpHeadNormRoPEKVWrite, acts, NeoX, NeoX|Rows), kvSpecs(OpHeadNormRoPEKVWrite, NeoX, NeoX|Rows)...)
+		},
 	},
 	{
 		op: OpAttentionDecode, params: AttentionParams{},
@@ -321,8 +338,8 @@ var families = []*family{
 		bindings: func(s Spec) []Binding {
 			b := []Binding{
 				in("q", RoleActivation, "q [n_heads, head_dim]"),
-				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
-				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], "+kvNote(s)),
+				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], "+kvNote(s)),
 			}
 			if s.Variant&Parallel != 0 {
 				return append(b, out("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float: outputs, max, sum"))
@@ -346,7 +363,8 @@ var families = []*family{
 			return "one threadgroup of 4 SIMD groups per query head, keys interleaved over the groups, merged in threadgroup memory; grid = heads"
 		},
 		instances: func() []Spec {
-			return append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel), specs(OpAttentionDecode, f32Only)...)
+			return append(append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel), specs(OpAttentionDecode, f32Only)...),
+				kvSpecs(OpAttentionDecode, 0)...)
 		},
 	},
 	{
@@ -375,8 +393,8 @@ var families = []*family{
 		bindings: func(s Spec) []Binding {
 			return append([]Binding{
 				in("q", RoleActivation, "q [n_tokens, q_stride], n_heads heads of head_dim"),
-				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
-				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], "+kvNote(s)),
+				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], "+kvNote(s)),
 				out("out", RoleActivation, "out [n_tokens, o_stride], n_heads heads of head_dim_v"),
 			}, rowsBindings(s)...)
 		},
@@ -394,7 +412,8 @@ var families = []*family{
 			return "one query row per SIMD group, 4 per threadgroup; grid = (ceil(tokens/4), heads)"
 		},
 		instances: func() []Spec {
-			return append(specs(OpAttentionPrefill, f16Only, 0, V2, Rows, V2|Rows), specs(OpAttentionPrefill, f32Only, 0, Rows)...)
+			return append(append(specs(OpAttentionPrefill, f16Only, 0, V2, Rows, V2|Rows), specs(OpAttentionPrefill, f32Only, 0, Rows)...),
+				kvSpecs(OpAttentionPrefill, 0, Rows)...)
 		},
 	},
 	{
@@ -563,6 +582,28 @@ func rowsNote(s Spec) string {
 	return ""
 }
 
+// kvNote is the KV cache's element type as a binding's doc says it.
+func kvNote(s Spec) string {
+	switch {
+	case s.Variant&KVQ8 != 0:
+		return "Q8_0 blocks (each row head_dim/32 blocks of 34 bytes)"
+	case s.Variant&KVF32 != 0:
+		return "F32"
+	}
+	return "F16"
+}
+
+// kvWriteNote says how a KV write stores a cache that is not F16.
+func kvWriteNote(s Spec) string {
+	switch {
+	case s.Variant&KVQ8 != 0:
+		return "; the cache in Q8_0 blocks, quantized as ggml's quantize_row_q8_0"
+	case s.Variant&KVF32 != 0:
+		return "; the cache in F32"
+	}
+	return ""
+}
+
 func neoxNote(s Spec) string {
 	if s.Variant&NeoX != 0 {
 		return " (NeoX pairs: i and i + rope_dim/2)"
@@ -582,7 +623,7 @@ func normBindings(s Spec, layer bool) []Binding {
 	return append(b, out("out", RoleActivation, "out [n_rows, stride]"))
 }
 
-func ropeKVBindings(headNorm bool) []Binding {
+func ropeKVBindings(s Spec, headNorm bool) []Binding {
 	b := []Binding{
 		in("q", RoleActivation, "q [n_tokens, q_stride], n_heads heads of head_dim"),
 		in("k", RoleActivation, "k [n_tokens, kv_stride], n_kv_heads heads of head_dim"),
@@ -595,8 +636,8 @@ func ropeKVBindings(headNorm bool) []Binding {
 	}
 	return append(b,
 		out("q_out", RoleActivation, "rotated q [n_tokens, q_stride]; may be q"),
-		out("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16"),
-		out("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16"),
+		out("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], "+kvNote(s)),
+		out("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], "+kvNote(s)),
 		when(in("factors", RoleWeight, "frequency factors [rope_dim/2], F32"), "has_factors"))
 }
 

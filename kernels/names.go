@@ -95,10 +95,26 @@ const (
 	V2                              // prefill attention: tiled over queries and keys (_v2)
 	Rows                            // RoPE, KV writes, prefill attention: each row's position and sequence slot from io buffers (_rows)
 	X16                             // GEMV, GEMM: the weight repacked in 16-row interleaved groups (_x16; docs/formats.md)
+	KVQ8                            // KV writes, attention: the KV cache in Q8_0 blocks, not F16 (_kvq8_0)
+	KVF32                           // KV writes, attention: the KV cache in F32 (_kvf32)
 	numVariants = iota
 )
 
-var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16"}
+var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16", "kv_q8_0", "kv_f32"}
+
+// KVVariant is the variant flag of a KV cache of type t (F16, the default,
+// has none); ok is false for a type no kernel stores the cache in.
+func KVVariant(t dtype.Type) (v Variant, ok bool) {
+	switch t {
+	case dtype.F16:
+		return 0, true
+	case dtype.Q8_0:
+		return KVQ8, true
+	case dtype.F32:
+		return KVF32, true
+	}
+	return 0, false
+}
 
 // Names lists the flags of v, in declaration order.
 func (v Variant) Names() []string {
@@ -128,10 +144,10 @@ var allowed = [numOps]Variant{
 	OpRMSNorm:             Residual,
 	OpLayerNorm:           Residual,
 	OpRoPE:                NeoX | Rows,
-	OpRoPEQKVWrite:        NeoX | Rows,
-	OpHeadNormRoPEKVWrite: NeoX | Rows,
-	OpAttentionDecode:     Fast | Parallel,
-	OpAttentionPrefill:    V2 | Rows,
+	OpRoPEQKVWrite:        NeoX | Rows | KVQ8 | KVF32,
+	OpHeadNormRoPEKVWrite: NeoX | Rows | KVQ8 | KVF32,
+	OpAttentionDecode:     Fast | Parallel | KVQ8 | KVF32,
+	OpAttentionPrefill:    V2 | Rows | KVQ8 | KVF32,
 }
 
 // Spec identifies a kernel by what it does: its op, the dtype of its weight
@@ -155,15 +171,16 @@ type Spec struct {
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
-//	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows]_<act>, head_norm_rope[_neox]_kv_write[_rows]_<act>
-//	flash_attention_decode[_fast|_parallel]_<act>, flash_attention_decode_reduce_<act>
-//	flash_attention_prefill[_v2][_rows]_<act>
+//	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows][_kv]_<act>, head_norm_rope[_neox]_kv_write[_rows][_kv]_<act>
+//	flash_attention_decode[_fast|_parallel][_kv]_<act>, flash_attention_decode_reduce_<act>
+//	flash_attention_prefill[_v2][_rows][_kv]_<act>
 //	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, moe_route_f16, moe_sum_f32, ...
 //
 // <dtype> is the GGML name in lower case (q4_k). Kernels with a weight carry
 // the weight's dtype in their name and, as in the engine, say nothing of F16
 // activations; their F32-activation twins end in _f32. The other kernels
-// always end in their activation dtype.
+// always end in their activation dtype. [_kv] is the KV cache's type where
+// it is not F16: _kvq8_0 or _kvf32 (flash_attention_decode_kvq8_0_f32).
 func (s Spec) Name() (string, error) {
 	if s.Op == OpInvalid || s.Op >= numOps {
 		return "", fmt.Errorf("kernels: invalid op %v", s.Op)
@@ -174,7 +191,8 @@ func (s Spec) Name() (string, error) {
 	if bad := s.Variant &^ allowed[s.Op]; bad != 0 {
 		return "", fmt.Errorf("kernels: %v has no %v variant", s.Op, bad)
 	}
-	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel || s.Variant&X16 != 0 && s.Variant&(LargeK|Wide) != 0 {
+	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel || s.Variant&X16 != 0 && s.Variant&(LargeK|Wide) != 0 ||
+		s.Variant&(KVQ8|KVF32) == KVQ8|KVF32 {
 		return "", fmt.Errorf("kernels: %v: variants %v exclude each other", s.Op, s.Variant)
 	}
 	dt := ""
@@ -198,6 +216,8 @@ func (s Spec) Name() (string, error) {
 		}
 		return ""
 	}
+	// kv is the KV cache's type where it is not F16.
+	kv := flag(KVQ8, "_kvq8_0") + flag(KVF32, "_kvf32")
 	switch s.Op {
 	case OpGEMV:
 		return "gemv" + flag(Wide, "_wide") + "_" + dt + flag(X16, "_x16") + flag(LargeK, "_l") + flag(SiLU, "_silu") + actTail, nil
@@ -216,15 +236,15 @@ func (s Spec) Name() (string, error) {
 	case OpRoPE:
 		return "rope" + flag(NeoX, "_neox") + flag(Rows, "_rows") + "_" + act, nil
 	case OpRoPEQKVWrite:
-		return "rope" + flag(NeoX, "_neox") + "_qkv_write" + flag(Rows, "_rows") + "_" + act, nil
+		return "rope" + flag(NeoX, "_neox") + "_qkv_write" + flag(Rows, "_rows") + kv + "_" + act, nil
 	case OpHeadNormRoPEKVWrite:
-		return "head_norm_rope" + flag(NeoX, "_neox") + "_kv_write" + flag(Rows, "_rows") + "_" + act, nil
+		return "head_norm_rope" + flag(NeoX, "_neox") + "_kv_write" + flag(Rows, "_rows") + kv + "_" + act, nil
 	case OpAttentionDecode:
-		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + "_" + act, nil
+		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + kv + "_" + act, nil
 	case OpAttentionDecodeReduce:
 		return "flash_attention_decode_reduce_" + act, nil
 	case OpAttentionPrefill:
-		return "flash_attention_prefill" + flag(V2, "_v2") + flag(Rows, "_rows") + "_" + act, nil
+		return "flash_attention_prefill" + flag(V2, "_v2") + flag(Rows, "_rows") + kv + "_" + act, nil
 	}
 	return s.Op.String() + "_" + act, nil
 }

@@ -42,8 +42,14 @@ const (
 // stays readable by older runtimes. Format 2 added batch programs, the seq
 // and out_count patch kinds, KV caches of several sequence slots and
 // repacked weights: a plan that has any of them needs 2. Format 4 added
-// embedding programs: a plan with one needs 4.
+// embedding programs: a plan with one needs 4. Format 5 added KV caches in
+// Q8_0 and F32: a plan with one needs 5.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Buffers {
+		if b := &p.Buffers[i]; b.Kind == BufKV && !strings.EqualFold(b.DType, "f16") {
+			return 5
+		}
+	}
 	for i := range p.Programs {
 		if p.Programs[i].Kind == KindEmbed {
 			return 4

@@ -355,8 +355,9 @@ func (v *validator) derived(where string, self int, b *Buffer) {
 
 func (v *validator) kv(where string, b *Buffer) {
 	hp := &v.p.Model.HParams
-	if !strings.EqualFold(b.DType, "f16") {
-		v.add("%s: dtype %q; the KV cache is f16", where, b.DType)
+	elem, ok := KVTypes[strings.ToLower(b.DType)]
+	if !ok {
+		v.add("%s: dtype %q; a KV cache is f16, q8_0 or f32", where, b.DType)
 	}
 	if b.Layer >= hp.Layers {
 		v.add("%s: layer %d of %d", where, b.Layer, hp.Layers)
@@ -374,7 +375,24 @@ func (v *validator) kv(where string, b *Buffer) {
 	if b.Shape[2] != uint64(hp.KVHeads) {
 		v.add("%s: %d heads, the model has %d KV heads", where, b.Shape[2], hp.KVHeads)
 	}
+	// The kernels bound their reads by the size: it must be the shape's
+	// (shape checks the plain types').
+	if !ok || elem.block == 1 {
+		return
+	}
+	if b.Shape[0]%elem.block != 0 {
+		v.add("%s: %d elements a row are not whole %s blocks", where, b.Shape[0], b.DType)
+		return
+	}
+	n, fits := product([]uint64{b.Shape[0] / elem.block, b.Shape[1], b.Shape[2]})
+	if hi, want := bits.Mul64(n, elem.bytes); !fits || hi != 0 || want != b.Size {
+		v.add("%s: size %d does not match %s%v (%d bytes)", where, b.Size, b.DType, b.Shape, want)
+	}
 }
+
+// KVTypes are the element types a KV cache may hold: elements per block
+// and bytes per block. A cache that is not f16 needs runtime 5.
+var KVTypes = map[string]struct{ block, bytes uint64 }{"f16": {1, 2}, "q8_0": {32, 34}, "f32": {1, 4}}
 
 func (v *validator) pipelines() {
 	p := v.p

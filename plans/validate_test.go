@@ -137,8 +137,16 @@ func TestValidate(t *testing.T) {
 		}, `buffer 10 "L0.qkv": size 8704, but its sources' rows add up to 6528 bytes`},
 		{"an unknown recipe", func(p *Plan) { buf(p, "L0.qkv").Recipe = "repack:" },
 			`buffer 10 "L0.qkv": recipe "repack:" is neither "concat_rows" nor "repack:"<layout>`},
-		{"a KV buffer of another dtype", func(p *Plan) { b := buf(p, "kv.L1.v"); b.DType, b.Size = "f32", 2*b.Size },
-			`buffer 34 "kv.L1.v": dtype "f32"; the KV cache is f16`},
+		{"a KV buffer of another dtype", func(p *Plan) { b := buf(p, "kv.L1.v"); b.DType = "q4_0" },
+			`buffer 34 "kv.L1.v": dtype "q4_0"; a KV cache is f16, q8_0 or f32`},
+		{"a Q8_0 KV buffer whose size is not its shape's", func(p *Plan) {
+			b := buf(p, "kv.L1.v")
+			b.DType, b.Shape[0] = "q8_0", 32
+		}, `buffer 34 "kv.L1.v": size 8192 does not match q8_0[32 128 2] (8704 bytes)`},
+		{"a Q8_0 KV buffer of rows that are not whole blocks", func(p *Plan) {
+			b := buf(p, "kv.L1.v")
+			b.DType, b.Shape[0] = "q8_0", 48
+		}, `buffer 34 "kv.L1.v": 48 elements a row are not whole q8_0 blocks`},
 		{"a KV buffer of a layer the model lacks", func(p *Plan) { buf(p, "kv.L1.v").Layer = 2 },
 			`buffer 34 "kv.L1.v": layer 2 of 2`},
 		{"two KV buffers for one half", func(p *Plan) { buf(p, "kv.L1.v").Half = KVKey },
