@@ -136,10 +136,14 @@ func bufferPass(s *state) (string, error) {
 				hd = a.HeadDimV
 			}
 			shape := []uint64{uint64(hd), uint64(s.ctx), uint64(a.KVHeads)}
-			size := 2 * shape[0] * shape[1] * shape[2]
+			row, err := kvRowBytes(s.kv, hd)
+			if err != nil {
+				return "", err
+			}
+			size := row * shape[1] * shape[2]
 			kvBytes += size
 			pair[h] = p.AddBuffer(plans.Buffer{Name: fmt.Sprintf("kv.L%d.%s", a.KVLayer, strings.ToLower(half.String())),
-				Kind: plans.BufKV, Size: size, DType: "f16", Shape: shape, Layer: uint32(a.KVLayer), Half: half})
+				Kind: plans.BufKV, Size: size, DType: s.kv.String(), Shape: shape, Layer: uint32(a.KVLayer), Half: half})
 		}
 		sp.kv[a.KVLayer] = pair
 	}

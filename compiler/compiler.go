@@ -9,6 +9,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -42,6 +43,12 @@ type Options struct {
 	// embedding program out; 0 takes the file's (a decoder whose file names
 	// none gets no embedding program).
 	Pooling int
+	// KVType is the KV cache's element type: "f16" (the default, also for
+	// ""), "q8_0" (ggml's 8-bit blocks: half the bytes a position, for
+	// long contexts) or "f32" (twice the bytes; the reference the others
+	// are held to). Only CPU plans take q8_0 and f32: the GPU kernels read
+	// an F16 cache (ADR 0021).
+	KVType string
 	// Verbose, when set, receives one line per pass: its name, its time and
 	// a one-line summary.
 	Verbose io.Writer
@@ -127,7 +134,9 @@ type state struct {
 	prog    *specs.Program
 	tuning  chips.Tuning
 	act     dtype.Type // activation dtype: F16 (GPU) or F32 (CPU)
-	ctx     int        // the plan's maximum context
+	kv      dtype.Type // the KV cache's element type (Options.KVType)
+	kvVar   kernels.Variant
+	ctx     int // the plan's maximum context
 	tensors map[string]*gguf.TensorInfo
 	graphs  []*Graph // one per program form, in Form order
 	pooling int      // the embedding program's pooling type; 0 without one

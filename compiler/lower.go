@@ -69,6 +69,9 @@ func lowerPass(s *state) (string, error) {
 	if s.opts.Chip.Kind == chips.CPU {
 		s.act = dtype.F32
 	}
+	if s.kv, s.kvVar, err = kvType(s.opts.KVType, s.act); err != nil {
+		return "", err
+	}
 	s.ctx = s.opts.Ctx
 	if s.ctx == 0 {
 		s.ctx = DefaultCtx

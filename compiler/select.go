@@ -181,7 +181,7 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if err := s.f32Tensor(n.QNorm, n.KNorm, n.Factors, n.LongFactors); err != nil {
 			return nil, err
 		}
-		sp := kernels.Spec{Op: kernels.OpRoPEQKVWrite, Variant: ropeVariant(n.Style) | rowsVariant(p)}
+		sp := kernels.Spec{Op: kernels.OpRoPEQKVWrite, Variant: ropeVariant(n.Style) | rowsVariant(p) | s.kvVar}
 		if n.QNorm != "" {
 			sp.Op = kernels.OpHeadNormRoPEKVWrite
 		}
@@ -191,6 +191,11 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 			k, err := kernels.SelectDecodeAttention(s.tuning, s.ctx, s.act)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", n.Label, err)
+			}
+			if s.kvVar != 0 {
+				if k, err = kernels.Find(kernels.Spec{Op: k.Op, Variant: k.Variant | s.kvVar, Act: s.act}); err != nil {
+					return nil, fmt.Errorf("%s: %w", n.Label, err)
+				}
 			}
 			if k.Variant&kernels.Parallel == 0 {
 				return []*kernels.Kernel{k}, nil
@@ -205,7 +210,7 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.Label, err)
 		}
-		return s.find(kernels.Spec{Op: kernels.OpAttentionPrefill, Variant: k.Variant | kernels.Rows})
+		return s.find(kernels.Spec{Op: kernels.OpAttentionPrefill, Variant: k.Variant | kernels.Rows | s.kvVar})
 	case *Split:
 		return nil, nil
 	case *Route, *MatMulID, *MoESum:

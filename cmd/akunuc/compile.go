@@ -18,7 +18,7 @@ func init() {
 	app.Register(cli.Command{
 		Name:    "compile",
 		Summary: "compile a GGUF model into a dispatch plan for a chip (reads the header only, never the weights)",
-		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [--no-template] [--pooling mean|cls|last|none] [-v]",
+		Usage:   "MODEL.gguf -o OUT.plan [--chip NAME|auto] [--cores N] [--ctx N] [--sampled-sums-only] [--no-template] [--pooling mean|cls|last|none] [--kv-type f16|q8_0|f32] [-v]",
 		Run:     runCompile,
 	})
 }
@@ -33,6 +33,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 	noTemplate := fs.Bool("no-template", false, "leave the model's chat template out of the plan (one the chat engine cannot parse refuses the compile); akunu chat then takes --template or talks in plain turns")
 	pooling := fs.String("pooling", "", "embeddings: how an input's rows are pooled, mean, cls or last, overriding the file's pooling_type (none: no embedding program for a decoder whose file names one); a decoder compiled with one gets an embedding program beside its decode programs")
 	sampledOnly := fs.Bool("sampled-sums-only", false, "record only sampled weight sums, not every byte's: compiles without reading the whole model, but akunu verify-model cannot check the plan")
+	kvType := fs.String("kv-type", "f16", "the KV cache's element type: f16; q8_0 (ggml's 8-bit blocks, half the bytes a position: longer contexts in the same memory, faster decode at long contexts; heads must be multiples of 32); f32 (twice the bytes; the reference). q8_0 and f32 are for CPU plans: the GPU kernels read an f16 cache")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -65,7 +66,7 @@ func runCompile(ctx *cli.Context, args []string) error {
 		return err
 	}
 
-	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly, NoTemplate: *noTemplate, Pooling: pool}
+	o := compiler.Options{Chip: prof, Ctx: *maxCtx, SampledSumsOnly: *sampledOnly, NoTemplate: *noTemplate, Pooling: pool, KVType: *kvType}
 	if *verbose {
 		o.Verbose = ctx.Stderr
 	}
