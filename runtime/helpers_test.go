@@ -31,15 +31,22 @@ func stories(t testing.TB) string {
 // compile compiles model for chip and writes the plan next to it.
 func compile(t testing.TB, model, chip string) string {
 	t.Helper()
+	return compileWith(t, model, chip, compiler.Options{})
+}
+
+// compileWith is compile with other options (o.Chip is chip's profile).
+func compileWith(t testing.TB, model, chip string, o compiler.Options) string {
+	t.Helper()
 	prof, err := chips.Resolve(chip, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := compiler.Compile(model, compiler.Options{Chip: prof})
+	o.Chip = prof
+	p, err := compiler.Compile(model, o)
 	if err != nil {
 		t.Fatalf("compile %s for %s: %v", model, chip, err)
 	}
-	out := filepath.Join(t.TempDir(), filepath.Base(model)+"."+chip+".plan")
+	out := filepath.Join(t.TempDir(), filepath.Base(model)+"."+chip+"."+o.KVType+".plan")
 	if err := plans.WriteFile(out, p); err != nil {
 		t.Fatal(err)
 	}

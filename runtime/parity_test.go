@@ -72,6 +72,13 @@ func parity(t *testing.T, plan, model string, prompt string, n int, tol float64)
 // parityOn is parity for a model already loaded (on any backend).
 func parityOn(t *testing.T, m *Model, model string, prompt string, n int, tol float64) (int, float64) {
 	t.Helper()
+	return parityWith(t, m, model, prompt, n, tol, nil)
+}
+
+// parityWith is parityOn against a llama.cpp context of the parameters
+// tune sets (nil: NewContext's).
+func parityWith(t *testing.T, m *Model, model string, prompt string, n int, tol float64, tune func(*llamacpp.ContextParams)) (int, float64) {
+	t.Helper()
 	lib := llamacpp.Require(t)
 	lm, err := lib.LoadModel(model)
 	if err != nil {
@@ -86,7 +93,16 @@ func parityOn(t *testing.T, m *Model, model string, prompt string, n int, tol fl
 	if !slices.Equal(ids, ref) {
 		t.Fatalf("prompt tokens: ours %v, llama.cpp %v", ids, ref)
 	}
-	ctx, err := lm.NewContext(len(ids)+n+8, 512, 1) // one thread: no spin-waits on a busy CI machine
+	var ctx *llamacpp.Context
+	if tune == nil {
+		ctx, err = lm.NewContext(len(ids)+n+8, 512, 1) // one thread: no spin-waits on a busy CI machine
+	} else {
+		p := lib.DefaultContextParams()
+		p.NCtx, p.NBatch, p.NUbatch, p.NSeqMax = uint32(len(ids)+n+8), 512, 512, 1
+		p.NThreads, p.NThreadsBatch, p.NoPerf = 1, 1, true
+		tune(&p)
+		ctx, err = lm.NewContextWith(p)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

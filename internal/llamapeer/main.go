@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
 )
 
@@ -38,6 +39,7 @@ type Result struct {
 	PP        int       `json:"pp"`
 	TG        int       `json:"tg"`
 	TGContext int       `json:"tg_context"`
+	KV        string    `json:"kv_type"`
 	PPRuns    []float64 `json:"pp_runs"`
 	TGRuns    []float64 `json:"tg_runs"`
 	PPMedian  float64   `json:"pp_tok_s_median"`
@@ -59,10 +61,11 @@ func main() {
 	ngl := flag.Int("ngl", 0, "layers offloaded to the GPU (a llama.cpp built with CUDA, AKUNU_LLAMA_LIB=its lib dir; 999: all)")
 	embedB := flag.Int("e", 0, "embed this many inputs together instead (an embedding model, or pooling as its file says)")
 	embedTokens := flag.Int("l", 64, "tokens of each input with -e")
+	kv := flag.String("kv", "f16", "the KV cache's type, K and V (llama-bench's -ctk/-ctv): f16, q8_0 or f32")
 	blind := flag.Bool("blind", false, "decode without reading the logits, feeding token ids as llama-bench does (a check of the harness, not a user's decode)")
 	flag.Parse()
 	if *model == "" || flag.NArg() != 0 {
-		fmt.Fprintln(os.Stderr, "usage: llamapeer -m model.gguf [-t N] [-p 512] [-n 128] [-c 1] [-r 5]")
+		fmt.Fprintln(os.Stderr, "usage: llamapeer -m model.gguf [-t N] [-p 512] [-n 128] [-c 1] [-r 5] [-kv f16|q8_0|f32]")
 		os.Exit(2)
 	}
 	var r *Result
@@ -70,7 +73,12 @@ func main() {
 	if *embedB > 0 {
 		r, err = runEmbed(*model, *threads, *ngl, *embedB, max(*embedTokens, 1), max(*reps, 1))
 	} else {
-		r, err = run(*model, *threads, *ngl, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind)
+		kvType, ok := map[string]dtype.Type{"f16": dtype.F16, "q8_0": dtype.Q8_0, "f32": dtype.F32}[*kv]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "llamapeer: -kv %q: want f16, q8_0 or f32\n", *kv)
+			os.Exit(2)
+		}
+		r, err = run(*model, *threads, *ngl, *pp, *tg, max(*tgCtx, 1), max(*reps, 1), *blind, kvType)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "llamapeer:", err)
@@ -96,15 +104,16 @@ func openModel(model string, ngl int) (*llamacpp.Lib, *llamacpp.Model, error) {
 	return lib, lm, err
 }
 
-func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool) (*Result, error) {
+func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool, kv dtype.Type) (*Result, error) {
 	lib, lm, err := openModel(model, ngl)
 	if err != nil {
 		return nil, err
 	}
 	defer lm.Close()
 	// llama.cpp's defaults (flash attention as it decides), one batch
-	// for the whole prompt.
+	// for the whole prompt; the KV cache's type as asked.
 	p := lib.DefaultContextParams()
+	p.TypeK, p.TypeV = int32(kv), int32(kv)
 	p.NCtx = uint32(max(pp, tgCtx+tg) + 8)
 	p.NBatch = uint32(max(pp, tgCtx, 1))
 	p.NUbatch = p.NBatch
@@ -121,7 +130,7 @@ func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool) (*Resu
 		return nil, err
 	}
 	r := &Result{Engine: libVersion(lib.Dir), Model: model, Threads: threads, CPU: cpuModel(), Variant: loadedVariant(),
-		PP: pp, TG: tg, TGContext: tgCtx}
+		PP: pp, TG: tg, TGContext: tgCtx, KV: kv.String()}
 	prompt := func(k int) []int32 {
 		p := make([]int32, k)
 		for i := range p {

@@ -38,13 +38,14 @@ type attention struct {
 	window   bool
 	parallel bool
 	rows     bool
+	kv       kvType
 	splits   int
 	e        *Exec
 }
 
 func bindAttention(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	a := &attention{act: actOf(k.Act), softcap: c.b("has_softcap"), window: c.b("has_window"),
-		parallel: k.Variant&kernels.Parallel != 0, rows: k.Variant&kernels.Rows != 0}
+		parallel: k.Variant&kernels.Parallel != 0, rows: k.Variant&kernels.Rows != 0, kv: kvOf(k.Variant)}
 	a.splits = int(c.u("n_splits", 1))
 	return a, unsafe.Pointer(&a.p)
 }
@@ -53,6 +54,9 @@ func (a *attention) prepare(e *Exec) error {
 	p := &a.p
 	a.splits = max(a.splits, 1)
 	e.b.scratch.needWorker(2*(int(p.MaxCtx)+int(p.HeadDim)), 2*int(p.HeadDimV))
+	if a.kv == kvQ8 {
+		e.b.scratch.needWorkerQ8(int(p.HeadDim))
+	}
 	return nil
 }
 
@@ -76,15 +80,15 @@ func (a *attention) run(e *Exec) {
 	if a.rows { // the last row's keys: a bound on what an item reads
 		kv = int(u32s(e.buf(4))[max(int(p.NTokens), 1)-1]) + 1
 	}
-	e.b.pool.run(a, items, 1, kv*int(p.HeadDim+p.HeadDimV)*2)
+	e.b.pool.run(a, items, 1, kv*(a.kv.rowBytes(int(p.HeadDim))+a.kv.rowBytes(int(p.HeadDimV))))
 }
 
 // span is item it's token, kv head and split, and the key and value rows
-// its queries see.
-func (a *attention) span(it int) (t, kvh, split int, kr, vr []uint16) {
+// its queries see (whole cached rows, kv.rowBytes each).
+func (a *attention) span(it int) (t, kvh, split int, kr, vr []byte) {
 	p, e := &a.p, a.e
-	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
-	kc, vc := u16s(e.buf(1)), u16s(e.buf(2))
+	hd, hdv, mc := a.kv.rowBytes(int(p.HeadDim)), a.kv.rowBytes(int(p.HeadDimV)), int(p.MaxCtx)
+	kc, vc := e.buf(1), e.buf(2)
 	if a.parallel {
 		kvh, split = it/a.splits, it%a.splits
 	} else {
@@ -129,16 +133,21 @@ func (a *attention) do(w, i0, i1 int) {
 	acc0, acc1 := ws.acc[:hdv], ws.acc[hdv:2*hdv]
 	qb, out := e.buf(0), e.buf(3)
 	for it := i0; it < i1; it++ {
-		t, kvh, split, kr, vr := a.span(it)
+		t, kvh, split, kb, vb := a.span(it)
 		// The rows come from DRAM (a step streams every weight through
 		// the caches after it read them): ask for all of them at once.
 		// The hardware's streams alone left too few misses in flight: a
 		// batch of eight at 16–48 keys took ~116 µs a layer, ~96 with
 		// this.
-		prefetchL2(kr)
-		prefetchL2(vr)
-		n := len(kr) / hd
+		prefetchL2(kb)
+		prefetchL2(vb)
 		hEnd := min(nh, (kvh+1)*group)
+		if a.kv != kvF16 {
+			a.heads(ws, t, split, kvh*group, hEnd, kb, vb)
+			continue
+		}
+		kr, vr := u16s(kb), u16s(vb)
+		n := len(kr) / hd
 		for h := kvh * group; h < hEnd; h += 2 {
 			two := h+1 < hEnd
 			// ggml converts q to the f16 K cache's type.
@@ -153,11 +162,11 @@ func (a *attention) do(w, i0, i1 int) {
 			} else {
 				m0 = scoresF16(kr, q0, p.Scale, sc0)
 			}
-			m0, sum0 := a.softmax(sc0, m0)
+			m0, sum0 := a.softmax(sc0, m0, true)
 			var sum1 float32
 			clear(acc0)
 			if two {
-				m1, sum1 = a.softmax(sc1, m1)
+				m1, sum1 = a.softmax(sc1, m1, true)
 				clear(acc1)
 				accF16x2(acc0, acc1, sc0, sc1, vr)
 			} else {
@@ -174,9 +183,9 @@ func (a *attention) do(w, i0, i1 int) {
 // softmax turns one head's scores sc (their max m) into the weights that
 // meet V, and returns the max (after the soft cap) and Σ e^(s − m). The
 // parallel kernel's weights stay unnormalized; otherwise they take ggml's
-// path: normalized first, each rounded to f16 (the V product's activation
-// type).
-func (a *attention) softmax(sc []float32, m float32) (float32, float32) {
+// path: normalized first and, for an f16 V (round), each rounded to f16
+// (the V product's activation type).
+func (a *attention) softmax(sc []float32, m float32, round bool) (float32, float32) {
 	if a.softcap && a.p.Softcap > 0 {
 		m = float32(math.Inf(-1))
 		for j, s := range sc {
@@ -185,10 +194,49 @@ func (a *attention) softmax(sc []float32, m float32) (float32, float32) {
 		}
 	}
 	sum := expSum(sc, m)
-	if !a.parallel && sum > 0 {
+	switch {
+	case a.parallel || sum <= 0:
+	case round:
 		scaleRoundF16(sc, 1/sum)
+	default:
+		inv := 1 / sum
+		for j := range sc {
+			sc[j] *= inv
+		}
 	}
 	return m, sum
+}
+
+// heads is do's work for query heads [h0, h1) of token t over a cache
+// that is not F16 (kb, vb: the visible key and value rows), a head at a
+// time: q quantized to Q8_0 for a Q8_0 cache (ggml's vec_dot_type for
+// q8_0 keys) or as it is for an F32 one.
+func (a *attention) heads(ws *workerScratch, t, split, h0, h1 int, kb, vb []byte) {
+	p := &a.p
+	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
+	krb := a.kv.rowBytes(hd)
+	n := len(kb) / krb
+	q, sc, acc := ws.f[:hd], ws.f[2*hd : 2*hd+mc][:n], ws.acc[:hdv]
+	qb, out := a.e.buf(0), a.e.buf(3)
+	for h := h0; h < h1; h++ {
+		a.act.load(q, qb, t*int(p.QStride)+h*hd, hd)
+		var m float32
+		if a.kv == kvQ8 {
+			qs, d, _ := ws.q8.row(aqQ8_0, 0, hd)
+			quantizeQ8_0(q, qs, d, nil)
+			m = scoresQ8(kb, krb, qs, d, p.Scale, sc)
+		} else {
+			m = scoresF32(f32s(kb)[:n*hd], q, p.Scale, sc)
+		}
+		m, sum := a.softmax(sc, m, false)
+		clear(acc)
+		if a.kv == kvQ8 {
+			accQ8(acc, sc, vb)
+		} else {
+			accF32(acc, sc, f32s(vb)[:n*hdv])
+		}
+		a.finish(out, t, h, split, acc, m, sum)
+	}
 }
 
 // finish writes head h's result: the parallel kernel's partial state, or

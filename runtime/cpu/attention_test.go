@@ -101,8 +101,58 @@ func TestFusedRoPEEqualsComposition(t *testing.T) {
 	}
 }
 
-// attnRef is exact softmax attention in float64 over the stored F16 cache.
-func attnRef(q []float64, kc, vc []uint16, kvh, maxCtx, hd, hdv, pos, kvLen, window int, scale, softcap float64) []float64 {
+// kvRow is row j of a cache of type kv (rows of n elements), widened.
+func kvRow(kv kvType, c []byte, j, n int) []float64 {
+	rb := kv.rowBytes(n)
+	row := c[j*rb : j*rb+rb]
+	out := make([]float64, n)
+	switch kv {
+	case kvF16:
+		for i, h := range u16s(row)[:n] {
+			out[i] = float64(h2f(h))
+		}
+	case kvF32:
+		for i, f := range f32s(row)[:n] {
+			out[i] = float64(f)
+		}
+	case kvQ8:
+		f := make([]float32, n)
+		if err := dtype.Dequantize(dtype.Q8_0, row, f); err != nil {
+			panic(err)
+		}
+		for i, v := range f {
+			out[i] = float64(v)
+		}
+	}
+	return out
+}
+
+// fillKV fills a cache of type kv with rows of n random elements in
+// [-1, 1], stored as the KV write stores them.
+func fillKV(r *rand.Rand, kv kvType, c []byte, rows, n int) {
+	qs, d := make([]int8, n), make([]float32, n/qk+1)
+	rb := kv.rowBytes(n)
+	for j := range rows {
+		kv.store(c[j*rb:j*rb+rb], randFloats(r, n, 1), qs, d)
+	}
+}
+
+// attnRef is exact softmax attention in float64 over the stored cache (of
+// type kv). For a Q8_0 cache q meets the keys quantized to Q8_0, as the
+// kernel quantizes it (ggml's vec_dot_type for q8_0).
+func attnRef(kv kvType, q []float64, kc, vc []byte, kvh, maxCtx, hd, hdv, pos, kvLen, window int, scale, softcap float64) []float64 {
+	if kv == kvQ8 {
+		qf := make([]float32, hd)
+		for i := range qf {
+			qf[i] = float32(q[i])
+		}
+		qs, d := make([]int8, hd), make([]float32, hd/qk)
+		quantizeQ8_0Go(qf, qs, d, nil)
+		q = make([]float64, hd)
+		for i := range q {
+			q[i] = float64(qs[i]) * float64(d[i/qk])
+		}
+	}
 	lo, hi := 0, min(pos+1, kvLen)
 	if window > 0 {
 		lo = max(0, pos-window+1)
@@ -111,8 +161,8 @@ func attnRef(q []float64, kc, vc []uint16, kvh, maxCtx, hd, hdv, pos, kvLen, win
 	m := math.Inf(-1)
 	for j := lo; j < hi; j++ {
 		var d float64
-		for i := range hd {
-			d += q[i] * float64(h2f(kc[(kvh*maxCtx+j)*hd+i]))
+		for i, k := range kvRow(kv, kc, kvh*maxCtx+j, hd) {
+			d += q[i] * k
 		}
 		d *= scale
 		if softcap > 0 {
@@ -126,8 +176,8 @@ func attnRef(q []float64, kc, vc []uint16, kvh, maxCtx, hd, hdv, pos, kvLen, win
 	for j := lo; j < hi; j++ {
 		p := math.Exp(s[j] - m)
 		sum += p
-		for i := range hdv {
-			out[i] += p * float64(h2f(vc[(kvh*maxCtx+j)*hdv+i]))
+		for i, v := range kvRow(kv, vc, kvh*maxCtx+j, hdv) {
+			out[i] += p * v
 		}
 	}
 	for i := range out {
@@ -137,11 +187,13 @@ func attnRef(q []float64, kc, vc []uint16, kvh, maxCtx, hd, hdv, pos, kvLen, win
 }
 
 // Attention tolerance: float32 scores and sums over ≤ 64 keys of values
-// ≤ ~3: 1e-4 absolute; F16 outputs add 2^-11 relative.
+// ≤ ~3: 1e-4 absolute; F16 outputs add 2^-11 relative. Every cache type:
+// the reference reads the stored rows (a Q8_0 cache's heads are whole
+// blocks: 64 and 32 elements).
 func TestAttentionMatchesExactSoftmax(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	h := newHarness(t, 3)
-	const hd, hdv, maxCtx = 40, 24, 64
+	const maxCtx = 64
 	type variant struct {
 		name     string
 		prefill  bool
@@ -167,7 +219,11 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 						}
 						t.Run(fmt.Sprintf("%s gqa=%d window=%d softcap=%g kv=%d", v.name, group, window, softcap, kvLen), func(t *testing.T) {
 							k, _ := kernels.Lookup(v.name)
-							a := actOf(k.Act)
+							a, kv := actOf(k.Act), kvOf(k.Variant)
+							hd, hdv := 40, 24
+							if kv == kvQ8 {
+								hd, hdv = 64, 32
+							}
 							nkv := 2
 							nh := nkv * group
 							qStride, oStride := nh*hd+1, nh*hdv+3
@@ -182,29 +238,26 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 							if rows {
 								slots = 2
 							}
-							kcAll, vcAll := Alloc(slots*nkv*maxCtx*hd*2), Alloc(slots*nkv*maxCtx*hdv*2)
-							for i, f := range randFloats(r, slots*nkv*maxCtx*hd, 1) {
-								u16s(kcAll)[i] = f2h(f)
-							}
-							for i, f := range randFloats(r, slots*nkv*maxCtx*hdv, 1) {
-								u16s(vcAll)[i] = f2h(f)
-							}
-							kc, vc := kcAll[(slots-1)*nkv*maxCtx*hd*2:], vcAll[(slots-1)*nkv*maxCtx*hdv*2:]
+							krb, vrb := kv.rowBytes(hd), kv.rowBytes(hdv)
+							kcAll, vcAll := Alloc(slots*nkv*maxCtx*krb), Alloc(slots*nkv*maxCtx*vrb)
+							fillKV(r, kv, kcAll, slots*nkv*maxCtx, hd)
+							fillKV(r, kv, vcAll, slots*nkv*maxCtx, hdv)
+							kc, vc := kcAll[(slots-1)*nkv*maxCtx*krb:], vcAll[(slots-1)*nkv*maxCtx*vrb:]
 							posb, seqb := Alloc(4*tokens), Alloc(4*tokens)
 							for i := range tokens {
 								u32s(posb)[i], u32s(seqb)[i] = uint32(kvLen-tokens+i), 1
 							}
-							p := kernels.AttentionParams{NHeads: uint32(nh), NKVHeads: uint32(nkv), HeadDim: hd, HeadDimV: hdv, KVLen: uint32(kvLen), MaxCtx: maxCtx,
+							p := kernels.AttentionParams{NHeads: uint32(nh), NKVHeads: uint32(nkv), HeadDim: uint32(hd), HeadDimV: uint32(hdv), KVLen: uint32(kvLen), MaxCtx: maxCtx,
 								Position: uint32(kvLen - tokens), NTokens: uint32(tokens), Window: uint32(window), QStride: uint32(qStride), OStride: uint32(oStride),
-								Scale: float32(1 / math.Sqrt(hd)), Softcap: softcap}
-							c := consts{"head_dim": hd, "head_dim_v": hdv, "has_softcap": b2u(softcap > 0), "has_window": b2u(window > 0)}
+								Scale: float32(1 / math.Sqrt(float64(hd))), Softcap: softcap}
+							c := consts{"head_dim": uint32(hd), "head_dim_v": uint32(hdv), "has_softcap": b2u(softcap > 0), "has_window": b2u(window > 0)}
 							out := Alloc(tokens * oStride * a.size())
 							if v.parallel {
 								const splits = 4
 								c["n_splits"] = splits
 								parts := Alloc(nh * splits * (hdv + 2) * 4)
 								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts})
-								h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": hdv, "n_splits": splits}, binds{"partials": parts, "out": out})
+								h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": uint32(hdv), "n_splits": splits}, binds{"partials": parts, "out": out})
 								oStride = nh * hdv // the reduce writes [n_heads, head_dim_v]
 							} else if rows {
 								p.KVLen, p.Position = 0, 0 // unused: the rows say
@@ -215,17 +268,17 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 							got := actFloats(a, out, tokens*oStride)
 							for tok := range tokens {
 								for hh := range nh {
-									want := attnRef(qs[tok*qStride+hh*hd:][:hd], u16s(kc), u16s(vc), hh/group, maxCtx, hd, hdv, kvLen-tokens+tok, kvLen, window,
+									want := attnRef(kv, qs[tok*qStride+hh*hd:][:hd], kc, vc, hh/group, maxCtx, hd, hdv, kvLen-tokens+tok, kvLen, window,
 										float64(p.Scale), float64(softcap))
 									for i := range hdv {
 										g := got[tok*oStride+hh*hdv+i]
 										tol := 1e-4
-										if !v.parallel {
+										if !v.parallel && kv == kvF16 {
 											// ggml's path rounds q to f16 (each score moves by at most
 											// scale·Σ|q_i k_i|·2⁻¹¹ ≤ √hd·2⁻¹¹ for values in [-1, 1]) and
 											// each softmax weight to f16 (2⁻¹¹ of |v| ≤ 1): the output
 											// moves by at most (1 + 2√hd)·2⁻¹¹.
-											tol += (1 + 2*math.Sqrt(hd)) / 2048
+											tol += (1 + 2*math.Sqrt(float64(hd))) / 2048
 										}
 										if a == actF16 {
 											tol += math.Abs(want[i]) * f16ulp
@@ -437,5 +490,76 @@ func TestSiLUMulMatchesPortable(t *testing.T) {
 	siluMul(x, x)
 	if !math.IsNaN(float64(x[0])) {
 		t.Fatalf("silu(NaN) = %g", x[0])
+	}
+}
+
+// The KV writes store each cache type from the same rotated rows: the F32
+// cache holds them as they are (the F16 cache's rows are those rounded),
+// the Q8_0 cache holds them quantized byte for byte as ggml's reference
+// quantize_row_q8_0_ref does (random rows: no ties, where ggml's x86
+// quantizer, which the kernel follows, rounds half to even), and nothing
+// else of the cache is written; the Rows forms in sequence slot 1.
+func TestKVWriteStoresEachCacheType(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	h := newHarness(t, 2)
+	const hd, hdv, rd, nh, nkv, tokens, maxCtx, pos = 64, 32, 64, 4, 2, 3, 8, 4
+	qs, kvs := nh*hd+5, nkv*hd+3
+	for _, op := range []kernels.Op{kernels.OpRoPEQKVWrite, kernels.OpHeadNormRoPEKVWrite} {
+		for _, rows := range []kernels.Variant{0, kernels.Rows} {
+			q0, k0, v0 := randFloats(r, tokens*qs, 1), randFloats(r, tokens*kvs, 1), randFloats(r, tokens*kvs, 1)
+			qn, kn := randFloats(r, hd, 1), randFloats(r, hd, 1)
+			posb, seqb := Alloc(4*tokens), Alloc(4*tokens)
+			for i := range tokens {
+				u32s(posb)[i], u32s(seqb)[i] = uint32(pos+i), 1
+			}
+			slots := 1
+			if rows != 0 {
+				slots = 2
+			}
+			caches := map[kvType][2][]byte{}
+			for _, kv := range []kvType{kvF16, kvF32, kvQ8} {
+				v := kernels.NeoX | rows | [...]kernels.Variant{0, kernels.KVQ8, kernels.KVF32}[kv]
+				name := kernels.OpName(op, v, dtype.F32)
+				kc, vc := Alloc(slots*nkv*maxCtx*kv.rowBytes(hd)), Alloc(slots*nkv*maxCtx*kv.rowBytes(hdv))
+				p := kernels.RoPEQKVWriteParams{Position: pos, NTokens: tokens, NHeads: nh, NKVHeads: nkv, HeadDim: hd, HeadDimV: hdv, RopeDim: rd,
+					MaxCtx: maxCtx, QStride: uint32(qs), KVStride: uint32(kvs), OrigCtx: 4096, Theta: 1e6, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}
+				bs := binds{"q": f32bytes(q0), "k": f32bytes(k0), "v": f32bytes(v0), "q_out": Alloc(4 * len(q0)), "k_cache": kc, "v_cache": vc}
+				if op == kernels.OpHeadNormRoPEKVWrite {
+					bs["q_norm"], bs["k_norm"] = f32bytes(qn), f32bytes(kn)
+				}
+				if rows != 0 {
+					bs["pos"], bs["seq"] = posb, seqb
+				}
+				h.run(name, p, consts{"head_dim": hd}, bs)
+				caches[kv] = [2][]byte{kc[(slots-1)*nkv*maxCtx*kv.rowBytes(hd):], vc[(slots-1)*nkv*maxCtx*kv.rowBytes(hdv):]}
+				for s := range slots - 1 { // the other slot is untouched
+					for _, b := range kc[s*nkv*maxCtx*kv.rowBytes(hd) : (s+1)*nkv*maxCtx*kv.rowBytes(hd)] {
+						if b != 0 {
+							t.Fatalf("%s wrote sequence slot %d", name, s)
+						}
+					}
+				}
+			}
+			for half, n := range [2]int{hd, hdv} {
+				for row := range nkv * maxCtx {
+					f32row := f32s(caches[kvF32][half])[row*n : row*n+n]
+					f16row := u16s(caches[kvF16][half])[row*n : row*n+n]
+					q8row := caches[kvQ8][half][row*kvQ8.rowBytes(n):][:kvQ8.rowBytes(n)]
+					want := make([]byte, len(q8row))
+					if err := dtype.Quantize(dtype.Q8_0, f32row, want); err != nil {
+						t.Fatal(err)
+					}
+					written := row%maxCtx >= pos && row%maxCtx < pos+tokens
+					for i, f := range f32row {
+						if f2h(f) != f16row[i] || !written && f != 0 {
+							t.Fatalf("%v half %d row %d [%d]: f32 cache %g, f16 cache %g (written %v)", op, half, row, i, f, h2f(f16row[i]), written)
+						}
+					}
+					if string(q8row) != string(want) {
+						t.Fatalf("%v half %d row %d: q8_0 cache % x, ggml's reference % x", op, half, row, q8row[:8], want[:8])
+					}
+				}
+			}
+		}
 	}
 }

@@ -267,7 +267,8 @@ type workerScratch struct {
 	v4  [4]float32         // per worker: four rows' dot products (gemv)
 	v16 [16]float32        // and a 4×4 tile's (gemm)
 	sc  [headGroup]float32 // RMS scales of a group of rows (ropeKV, norm)
-	_   [32]byte           // 192 bytes in all: no line shared with the next worker
+	q8  q8act              // a row quantized to Q8_0 (a Q8_0 KV cache's writes and queries)
+	_   [24]byte           // 256 bytes in all: no line shared with the next worker
 }
 
 func grow(s []float32, n int) []float32 {
@@ -275,6 +276,14 @@ func grow(s []float32, n int) []float32 {
 		return s
 	}
 	return make([]float32, n)
+}
+
+// needWorkerQ8 gives every worker room for a row of n elements quantized
+// to Q8_0.
+func (s *scratch) needWorkerQ8(n int) {
+	for i := range s.workers {
+		s.workers[i].q8.need(n)
+	}
 }
 
 func (s *scratch) needWorker(f, acc int) {

@@ -148,7 +148,8 @@ func (r *rope) do(w, i0, i1 int) {
 // ropeKV is rope[_neox]_qkv_write[_rows]_* and
 // head_norm_rope_neox_kv_write[_rows]_*: for each token, (optionally
 // RMSNorm each head of q and k, then) rotate q into q_out, rotate k and
-// write it, and v, into the F16 KV cache at (h·max_ctx + p)·head_dim, p the
+// write it, and v, into the KV cache (F16, or Q8_0 or F32 with the _kv
+// variants: kvcache.go) at row h·max_ctx + p, p the
 // token's position: position + t, or with the Rows variant pos[t], in
 // sequence slot seq[t] of the cache (slots lie n_kv_heads·max_ctx rows
 // apart). A row whose position or slot lies outside the cache (which the
@@ -160,6 +161,7 @@ type ropeKV struct {
 	norm   bool
 	factor bool
 	rows   bool
+	kv     kvType
 	cfg    ropeCfg
 	// slots
 	sq, sk, sv, sqn, skn, sqo, skc, svc, sf, spos, sseq int
@@ -168,7 +170,7 @@ type ropeKV struct {
 
 func bindRoPEKV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	r := &ropeKV{act: actOf(k.Act), neox: k.Variant&kernels.NeoX != 0, norm: k.Op == kernels.OpHeadNormRoPEKVWrite,
-		factor: c.b("has_factors"), rows: k.Variant&kernels.Rows != 0}
+		factor: c.b("has_factors"), rows: k.Variant&kernels.Rows != 0, kv: kvOf(k.Variant)}
 	slot := map[string]int{}
 	for _, b := range k.Bindings {
 		slot[b.Name] = b.Slot
@@ -185,7 +187,10 @@ func (r *ropeKV) prepare(e *Exec) error {
 	if r.factor {
 		r.cfg.factors = f32s(e.buf(r.sf))[:p.RopeDim/2]
 	}
-	e.b.scratch.needWorker(headGroup*int(p.HeadDim), 0)
+	e.b.scratch.needWorker(headGroup*int(p.HeadDim), int(p.HeadDimV))
+	if r.kv == kvQ8 {
+		e.b.scratch.needWorkerQ8(int(max(p.HeadDim, p.HeadDimV)))
+	}
 	e.b.scratch.rope.need(int(p.NTokens), int(p.RopeDim))
 	return nil
 }
@@ -265,8 +270,8 @@ func (r *ropeKV) do(w, i0, i1 int) {
 	// every weight through the caches): ask for all of them first, so
 	// that their misses overlap (a batch of eight: ~33 → ~27 µs a layer).
 	p := &r.p
-	kc, vc := u16s(r.e.buf(r.skc)), u16s(r.e.buf(r.svc))
-	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
+	kc, vc := r.e.buf(r.skc), r.e.buf(r.svc)
+	hd, hdv, mc := r.kv.rowBytes(int(p.HeadDim)), r.kv.rowBytes(int(p.HeadDimV)), int(p.MaxCtx)
 	for t := i0; t < i1; t++ {
 		if pos, kslot, vslot, ok := r.slot(t); ok {
 			for hh := range int(p.NKVHeads) {
@@ -283,7 +288,7 @@ func (r *ropeKV) do(w, i0, i1 int) {
 	}
 }
 
-// slot is token t's position and the first K and V cache elements of its
+// slot is token t's position and the first K and V cache bytes of its
 // sequence slot; not ok when they lie outside the cache.
 func (r *ropeKV) slot(t int) (pos, kslot, vslot int, ok bool) {
 	p, e := &r.p, r.e
@@ -292,8 +297,9 @@ func (r *ropeKV) slot(t int) (pos, kslot, vslot int, ok bool) {
 	if r.rows {
 		pos, seq = int(u32s(e.buf(r.spos))[t]), int(u32s(e.buf(r.sseq))[t])
 	}
-	kslot, vslot = seq*nkv*mc*int(p.HeadDim), seq*nkv*mc*int(p.HeadDimV)
-	ok = pos < mc && kslot+nkv*mc*int(p.HeadDim) <= len(e.buf(r.skc))/2 && vslot+nkv*mc*int(p.HeadDimV) <= len(e.buf(r.svc))/2
+	kr, vr := r.kv.rowBytes(int(p.HeadDim)), r.kv.rowBytes(int(p.HeadDimV))
+	kslot, vslot = seq*nkv*mc*kr, seq*nkv*mc*vr
+	ok = pos < mc && kslot+nkv*mc*kr <= len(e.buf(r.skc)) && vslot+nkv*mc*vr <= len(e.buf(r.svc))
 	return pos, kslot, vslot, ok
 }
 
@@ -304,7 +310,8 @@ func (r *ropeKV) token(ws *workerScratch, t, pos, kslot, vslot int) {
 	hd, hdv := int(p.HeadDim), int(p.HeadDimV)
 	h := ws.f[:headGroup*hd]
 	q, k, v, qo := e.buf(r.sq), e.buf(r.sk), e.buf(r.sv), e.buf(r.sqo)
-	kc, vc := u16s(e.buf(r.skc)), u16s(e.buf(r.svc))
+	kc, vc := e.buf(r.skc), e.buf(r.svc)
+	kr, vr := r.kv.rowBytes(hd), r.kv.rowBytes(hdv)
 	var qn, kn []float32
 	if r.norm {
 		qn, kn = f32s(e.buf(r.sqn))[:hd], f32s(e.buf(r.skn))[:hd]
@@ -328,13 +335,18 @@ func (r *ropeKV) token(ws *workerScratch, t, pos, kslot, vslot int) {
 		r.heads(ws, x, k, t*int(p.KVStride)+h0*hd, n, kn, cs)
 		for i := range n {
 			hh := h0 + i
-			f2hRow(kc[kslot+(hh*mc+pos)*hd:][:hd], x[i*hd:i*hd+hd])
+			r.kv.store(kc[kslot+(hh*mc+pos)*kr:][:kr], x[i*hd:i*hd+hd], ws.q8.qs, ws.q8.d)
 			offv := t*int(p.KVStride) + hh*hdv
-			dv := vc[vslot+(hh*mc+pos)*hdv:][:hdv]
-			if r.act == actF16 {
-				copy(dv, u16s(v)[offv:offv+hdv])
-			} else {
-				f2hRow(dv, f32s(v)[offv:offv+hdv])
+			dv := vc[vslot+(hh*mc+pos)*vr:][:vr]
+			switch {
+			case r.act == actF16 && r.kv == kvF16:
+				copy(u16s(dv), u16s(v)[offv:offv+hdv])
+			case r.act == actF32:
+				r.kv.store(dv, f32s(v)[offv:offv+hdv], ws.q8.qs, ws.q8.d)
+			default:
+				xv := ws.acc[:hdv]
+				r.act.load(xv, v, offv, hdv)
+				r.kv.store(dv, xv, ws.q8.qs, ws.q8.d)
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // compare every byte they write.
 func TestRowsKernelsAreThePlainOnesRowByRow(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	const nh, nkv, hd, maxCtx, tokens, slots = 4, 2, 16, 24, 5, 3
+	const nh, nkv, hd, maxCtx, tokens, slots = 4, 2, 32, 24, 5, 3 // hd: whole Q8_0 blocks
 	positions := []uint32{7, 0, 23, 7, 12}
 	seqs := []uint32{2, 0, 1, 1, 2}
 	for _, k := range kernels.All() {
@@ -51,7 +51,7 @@ func TestRowsKernelsAreThePlainOnesRowByRow(t *testing.T) {
 			qn, kn := f32bytes(randFloats(r, hd, 1)), f32bytes(randFloats(r, hd, 1))
 			p := kernels.RoPEQKVWriteParams{NTokens: tokens, NHeads: nh, NKVHeads: nkv, HeadDim: hd, HeadDimV: hd, RopeDim: hd, MaxCtx: maxCtx,
 				QStride: uint32(stride), KVStride: uint32(stride), Theta: 1e4, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}
-			slot := nkv * maxCtx * hd * 2 // bytes of one sequence slot
+			slot := nkv * maxCtx * kvOf(k.Variant).rowBytes(hd) // bytes of one sequence slot
 			kc, vc := Alloc(slots*slot), Alloc(slots*slot)
 			qo := Alloc(tokens * nh * hd * a.size())
 			p.QStride = uint32(stride)

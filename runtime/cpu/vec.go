@@ -22,7 +22,7 @@ var (
 	rotatePairs = rotatePairsGo
 	argmaxF32   = argmaxF32Go
 	addRow      = addRowGo
-	prefetchL2  = func([]uint16) {}
+	prefetchL2  = func([]byte) {}
 )
 
 func addRowGo(dst, src []float32) {

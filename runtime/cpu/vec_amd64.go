@@ -152,8 +152,8 @@ func addRowAsm(dst, src []float32) {
 	addRowGo(dst[8*g:], src[8*g:n])
 }
 
-func prefetchL2Asm(b []uint16) {
+func prefetchL2Asm(b []byte) {
 	if len(b) > 0 {
-		prefetchT2(unsafe.Pointer(&b[0]), (len(b)*2+63)/64)
+		prefetchT2(unsafe.Pointer(&b[0]), (len(b)+63)/64)
 	}
 }
