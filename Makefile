@@ -73,13 +73,17 @@ lint:
 # from the pinned source when scripts/build-llama-bench.sh has built it:
 # the faster counts): the Qwen3-0.6B shape in Q4_0, Q8_0 and llama.cpp's
 # Q4_K_M mix, the Llama-3.2-1B shape in Q4_0, pp512 and tg128, with issue
-# 11's bars beside the ratios. BENCH_THREADS is a list (default: 1, 2, 8
+# 11's bars beside the ratios, and decode at a long context (tg32 after a
+# BENCH_LONG-token prompt, 0 for none; BENCH_KV the KV cache type of both
+# engines, f16 by default). BENCH_THREADS is a list (default: 1, 2, 8
 # and 16 up to the cores present);
 # BENCH_CHIP the CPU profile; BENCH_JSON=1 prints JSON. Reported, never
 # asserted.
 BENCH_THREADS ?= $(shell for t in 1 2 8 16; do [ $$t -le $$(nproc) ] && printf '%s,' $$t; done | sed 's/,$$//')
 BENCH_CHIP    ?= cpu-avx2
 BENCH_ROUNDS  ?= 3
+BENCH_LONG    ?= 4096
+BENCH_KV      ?= f16
 QWEN3_06B := --arch qwen3 --dim 1024 --layers 28 --heads 16 --kv-heads 8 --head-dim 128 --ffn 3072 --tied --vocab ../shared/vocab/ggml-vocab-qwen2.gguf --seed 1
 LLAMA_1B  := --arch llama --dim 2048 --layers 16 --heads 32 --kv-heads 8 --head-dim 64 --ffn 8192 --tied --vocab ../shared/vocab/ggml-vocab-llama-bpe.gguf --seed 1
 BENCH_MODELS := testdata/tmp/qwen3-0.6b-q4_0.gguf testdata/tmp/qwen3-0.6b-q8_0.gguf testdata/tmp/qwen3-0.6b-q4_k_m.gguf testdata/tmp/llama-3.2-1b-q4_0.gguf
@@ -90,7 +94,7 @@ bench: llama
 	@test -f testdata/tmp/llama-3.2-1b-q4_0.gguf || $(BIN)/akunuc synth $(LLAMA_1B) --dtype q4_0 -o testdata/tmp/llama-3.2-1b-q4_0.gguf
 	$(BIN)/benchtable -akunu $(BIN)/akunu -akunuc $(BIN)/akunuc -peer $(BIN)/llamapeer \
 		$$(test -x .cache/llama-bench/build/bin/llama-bench && echo -llama-bench .cache/llama-bench/build/bin/llama-bench) \
-		-chip $(BENCH_CHIP) -threads $(BENCH_THREADS) -rounds $(BENCH_ROUNDS) $$(test -n "$(BENCH_JSON)" && echo -json) $(BENCH_MODELS)
+		-chip $(BENCH_CHIP) -threads $(BENCH_THREADS) -rounds $(BENCH_ROUNDS) -long $(BENCH_LONG) -kv $(BENCH_KV) $$(test -n "$(BENCH_JSON)" && echo -json) $(BENCH_MODELS)
 
 # llama.cpp's own llama-bench, built from the pinned source the way its
 # releases are (every CPU variant, loaded at run time): make bench's

@@ -10,7 +10,13 @@
 // Timings are reported, never asserted.
 //
 //	go run ./internal/benchtable -akunu bin/akunu -akunuc bin/akunuc -peer bin/llamapeer \
-//	    [-threads 1,2,8,16] [-chip cpu-avx2] [-rounds 3] [-r 3] [-p 512] [-n 128] [-json] model.gguf...
+//	    [-threads 1,2,8,16] [-chip cpu-avx2] [-rounds 3] [-r 3] [-p 512] [-n 128] [-long 4096] [-kv f16] [-json] model.gguf...
+//
+// With -long N a third row per (model, threads) times decode at a long
+// context: tg32 after an N-token prompt (akunu bench -p N -n 32 on a plan
+// compiled for N + 64 positions; llamapeer -p 0 -c N -n 32), one run
+// after a warm-up per engine and round. -kv picks both engines' KV cache
+// type (akunuc compile --kv-type, llamapeer -kv).
 package main
 
 import (
@@ -29,10 +35,13 @@ import (
 	"github.com/akunu-dev/akunu/runtime"
 )
 
-// Bars are issue 11's: decode ≥ 1.2× llama.cpp, prefill ≥ 1.0×.
+// Bars are issue 11's: decode ≥ 1.2× llama.cpp, prefill ≥ 1.0×, decode
+// at a long context ≥ 1.0×.
 const (
-	barTG = 1.2
-	barPP = 1.0
+	barTG   = 1.2
+	barPP   = 1.0
+	barLong = 1.0
+	longTG  = 32
 )
 
 // Row is one (model, threads, test) of the table.
@@ -78,6 +87,8 @@ func main() {
 	tg := flag.Int("n", 128, "generated tokens (decode test, after a one-token prompt)")
 	asJSON := flag.Bool("json", false, "print JSON")
 	jsonOut := flag.String("json-out", "", "also write the JSON to this file")
+	long := flag.Int("long", 0, "also time decode at a long context: tg32 after a prompt of this many tokens (0: no)")
+	kv := flag.String("kv", "f16", "the KV cache type of both engines: f16, q8_0 or f32")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: benchtable [flags] model.gguf...")
@@ -92,7 +103,8 @@ func main() {
 		}
 		threads = append(threads, n)
 	}
-	b := &bench{akunu: *akunu, akunuc: *akunuc, peer: *peer, lbench: *lbench, chip: *chip, rounds: max(*rounds, 1), reps: max(*reps, 1), pp: *pp, tg: *tg}
+	b := &bench{akunu: *akunu, akunuc: *akunuc, peer: *peer, lbench: *lbench, chip: *chip, rounds: max(*rounds, 1), reps: max(*reps, 1), pp: *pp, tg: *tg,
+		long: max(*long, 0), kv: *kv}
 	t, err := b.run(flag.Args(), threads)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtable:", err)
@@ -115,7 +127,8 @@ func main() {
 
 type bench struct {
 	akunu, akunuc, peer, lbench, chip string
-	rounds, reps, pp, tg              int
+	rounds, reps, pp, tg, long        int
+	kv                                string
 }
 
 func (b *bench) run(models []string, threads []int) (*Table, error) {
@@ -129,12 +142,19 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 		for _, th := range threads {
 			chip := fmt.Sprintf("%s:%d", b.chip, th)
 			plan := filepath.Join(dir, fmt.Sprintf("%s.%d.plan", filepath.Base(model), th))
-			if out, err := exec.Command(b.akunuc, "compile", model, "--chip", chip, "-o", plan).CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("compile %s for %s: %v\n%s", model, chip, err, out)
+			if err := b.compile(model, chip, plan, 0); err != nil {
+				return nil, err
+			}
+			longPlan := plan + ".long"
+			if b.long > 0 {
+				if err := b.compile(model, chip, longPlan, b.long+2*longTG); err != nil {
+					return nil, err
+				}
 			}
 			fmt.Fprintf(os.Stderr, "benchtable: %s, %d threads\n", filepath.Base(model), th)
 			ppRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("pp%d", b.pp), Bar: barPP}
 			tgRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("tg%d", b.tg), Bar: barTG}
+			longRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("tg%d@%d", longTG, b.long), Bar: barLong}
 			var bytesPerTok, bw float64
 			for r := 0; r < b.rounds; r++ {
 				order := []bool{r%2 == 0, r%2 != 0} // true: akunu
@@ -151,6 +171,13 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 						}
 						tgRow.Akunu = append(tgRow.Akunu, a.TGRuns...)
 						bytesPerTok, bw = a.DecodeBytes, a.Bandwidth
+						if b.long > 0 {
+							a, err = b.oursReps(longPlan, model, th, b.long, longTG, 1)
+							if err != nil {
+								return nil, err
+							}
+							longRow.Akunu = append(longRow.Akunu, a.TGRuns...)
+						}
 						continue
 					}
 					l, err := b.theirs(model, th)
@@ -159,6 +186,13 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 					}
 					ppRow.Llama = append(ppRow.Llama, l.PPRuns...)
 					tgRow.Llama = append(tgRow.Llama, l.TGRuns...)
+					if b.long > 0 {
+						ll, err := b.peerRun(model, th, 0, longTG, b.long, 1)
+						if err != nil {
+							return nil, err
+						}
+						longRow.Llama = append(longRow.Llama, ll.TGRuns...)
+					}
 					t.CPU, t.LlamaVariant, t.LlamaLib = l.CPU, l.Variant, l.Engine
 					if b.lbench != "" {
 						pp, tg, err := b.llamaBench(model, th)
@@ -170,7 +204,11 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 					}
 				}
 			}
-			for _, row := range []*Row{&ppRow, &tgRow} {
+			rows := []*Row{&ppRow, &tgRow}
+			if b.long > 0 {
+				rows = append(rows, &longRow)
+			}
+			for _, row := range rows {
 				row.AkunuMed, row.LlamaMed = runtime.Median(row.Akunu), runtime.Median(row.Llama)
 				row.PeerFrom = "llamapeer"
 				if m := runtime.Median(row.Bench); m > row.LlamaMed {
@@ -186,7 +224,9 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 				tgRow.LlamaShare = tgRow.LlamaMed * bytesPerTok / bw
 				t.ReadGBs = bw / 1e9
 			}
-			t.Rows = append(t.Rows, ppRow, tgRow)
+			for _, row := range rows {
+				t.Rows = append(t.Rows, *row)
+			}
 		}
 	}
 	return t, nil
@@ -199,9 +239,26 @@ type oursJSON struct {
 	Bandwidth   float64   `json:"bandwidth_bytes_s"`
 }
 
+// compile compiles model for chip into plan (ctx positions; 0: the
+// compiler's default) with the KV cache type asked.
+func (b *bench) compile(model, chip, plan string, ctx int) error {
+	args := []string{"compile", model, "--chip", chip, "--kv-type", b.kv, "-o", plan}
+	if ctx > 0 {
+		args = append(args, "--ctx", strconv.Itoa(ctx))
+	}
+	if out, err := exec.Command(b.akunuc, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("compile %s for %s: %v\n%s", model, chip, err, out)
+	}
+	return nil
+}
+
 func (b *bench) ours(plan, model string, threads, pp, tg int) (*oursJSON, error) {
+	return b.oursReps(plan, model, threads, pp, tg, b.reps)
+}
+
+func (b *bench) oursReps(plan, model string, threads, pp, tg, reps int) (*oursJSON, error) {
 	cmd := exec.Command(b.akunu, "bench", plan, "--model", model, "--threads", strconv.Itoa(threads),
-		"-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-r", strconv.Itoa(b.reps), "--json")
+		"-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-r", strconv.Itoa(reps), "--json")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -223,8 +280,13 @@ type peerJSON struct {
 }
 
 func (b *bench) theirs(model string, threads int) (*peerJSON, error) {
-	cmd := exec.Command(b.peer, "-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(b.pp),
-		"-n", strconv.Itoa(b.tg), "-c", "1", "-r", strconv.Itoa(b.reps))
+	return b.peerRun(model, threads, b.pp, b.tg, 1, b.reps)
+}
+
+// peerRun runs llamapeer: pp prompt tokens, tg generated after ctx.
+func (b *bench) peerRun(model string, threads, pp, tg, ctx, reps int) (*peerJSON, error) {
+	cmd := exec.Command(b.peer, "-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(pp),
+		"-n", strconv.Itoa(tg), "-c", strconv.Itoa(ctx), "-r", strconv.Itoa(reps), "-kv", b.kv)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
@@ -240,8 +302,12 @@ func (b *bench) theirs(model string, threads int) (*peerJSON, error) {
 // llamaBench runs llama-bench on model (pp and tg tests, the same
 // sizes and repetitions) and returns each test's per-run tok/s.
 func (b *bench) llamaBench(model string, threads int) (pp, tg []float64, err error) {
-	cmd := exec.Command(b.lbench, "-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(b.pp),
-		"-n", strconv.Itoa(b.tg), "-r", strconv.Itoa(b.reps), "-o", "json")
+	args := []string{"-m", model, "-t", strconv.Itoa(threads), "-p", strconv.Itoa(b.pp),
+		"-n", strconv.Itoa(b.tg), "-r", strconv.Itoa(b.reps), "-o", "json"}
+	if b.kv != "f16" { // a quantized V cache needs flash attention
+		args = append(args, "-ctk", b.kv, "-ctv", b.kv, "-fa", "1")
+	}
+	cmd := exec.Command(b.lbench, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -55,7 +55,7 @@ func (a *attention) prepare(e *Exec) error {
 	a.splits = max(a.splits, 1)
 	e.b.scratch.needWorker(2*(int(p.MaxCtx)+int(p.HeadDim)), 2*int(p.HeadDimV))
 	if a.kv == kvQ8 {
-		e.b.scratch.needWorkerQ8(int(p.HeadDim))
+		e.b.scratch.needWorkerQ8(2 * int(p.HeadDim))
 	}
 	return nil
 }
@@ -208,34 +208,59 @@ func (a *attention) softmax(sc []float32, m float32, round bool) (float32, float
 }
 
 // heads is do's work for query heads [h0, h1) of token t over a cache
-// that is not F16 (kb, vb: the visible key and value rows), a head at a
-// time: q quantized to Q8_0 for a Q8_0 cache (ggml's vec_dot_type for
-// q8_0 keys) or as it is for an F32 one.
+// that is not F16 (kb, vb: the visible key and value rows), two heads at a
+// time as for F16 (each pass over the rows serves both): q quantized to
+// Q8_0 for a Q8_0 cache (ggml's vec_dot_type for q8_0 keys) or as it is
+// for an F32 one.
 func (a *attention) heads(ws *workerScratch, t, split, h0, h1 int, kb, vb []byte) {
 	p := &a.p
 	hd, hdv, mc := int(p.HeadDim), int(p.HeadDimV), int(p.MaxCtx)
 	krb := a.kv.rowBytes(hd)
 	n := len(kb) / krb
-	q, sc, acc := ws.f[:hd], ws.f[2*hd : 2*hd+mc][:n], ws.acc[:hdv]
+	q := [2][]float32{ws.f[:hd], ws.f[hd : 2*hd]}
+	sc := [2][]float32{ws.f[2*hd : 2*hd+mc][:n], ws.f[2*hd+mc : 2*hd+2*mc][:n]}
+	acc := [2][]float32{ws.acc[:hdv], ws.acc[hdv : 2*hdv]}
 	qb, out := a.e.buf(0), a.e.buf(3)
-	for h := h0; h < h1; h++ {
-		a.act.load(q, qb, t*int(p.QStride)+h*hd, hd)
-		var m float32
-		if a.kv == kvQ8 {
-			qs, d, _ := ws.q8.row(aqQ8_0, 0, hd)
-			quantizeQ8_0(q, qs, d, nil)
-			m = scoresQ8(kb, krb, qs, d, p.Scale, sc)
-		} else {
-			m = scoresF32(f32s(kb)[:n*hd], q, p.Scale, sc)
+	for h := h0; h < h1; h += 2 {
+		k := min(2, h1-h) // heads this pass
+		var m, sum [2]float32
+		for i := range k {
+			a.act.load(q[i], qb, t*int(p.QStride)+(h+i)*hd, hd)
 		}
-		m, sum := a.softmax(sc, m, false)
-		clear(acc)
 		if a.kv == kvQ8 {
-			accQ8(acc, sc, vb)
+			var qs [2][]int8
+			var d [2][]float32
+			for i := range k {
+				qs[i], d[i], _ = ws.q8.row(aqQ8_0, i, hd)
+				quantizeQ8_0(q[i], qs[i], d[i], nil)
+			}
+			if k == 2 {
+				m[0], m[1] = scoresQ8x2(kb, krb, qs[0], qs[1], d[0], d[1], p.Scale, sc[0], sc[1])
+			} else {
+				m[0] = scoresQ8(kb, krb, qs[0], d[0], p.Scale, sc[0])
+			}
 		} else {
-			accF32(acc, sc, f32s(vb)[:n*hdv])
+			for i := range k {
+				m[i] = scoresF32(f32s(kb)[:n*hd], q[i], p.Scale, sc[i])
+			}
 		}
-		a.finish(out, t, h, split, acc, m, sum)
+		for i := range k {
+			m[i], sum[i] = a.softmax(sc[i], m[i], false)
+			clear(acc[i])
+		}
+		switch {
+		case a.kv == kvQ8 && k == 2:
+			accQ8x2(acc[0], acc[1], sc[0], sc[1], vb)
+		case a.kv == kvQ8:
+			accQ8(acc[0], sc[0], vb)
+		default:
+			for i := range k {
+				accF32(acc[i], sc[i], f32s(vb)[:n*hdv])
+			}
+		}
+		for i := range k {
+			a.finish(out, t, h+i, split, acc[i], m[i], sum[i])
+		}
 	}
 }
 

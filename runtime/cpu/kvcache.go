@@ -65,8 +65,8 @@ func (t kvType) store(dst []byte, x []float32, qs []int8, d []float32) {
 }
 
 // The attention pieces for a cache that is not F16, one head's work over
-// its n visible positions (portable forms; attnq8_amd64.go installs an
-// AVX2 accQ8 that agrees with accQ8Go to float32 rounding):
+// its n visible positions (portable forms; attnq8_amd64.go installs AVX2
+// twins: scoresQ8 bit for bit, accQ8 within float32 rounding):
 //
 //   - scoresQ8: out[j] = scale·(k_j·q) for the Q8_0 key rows k_j (rb bytes
 //     apart), q quantized to Q8_0 (qs, d): ggml's vec_dot_q8_0_q8_0, the
@@ -76,11 +76,26 @@ func (t kvType) store(dst []byte, x []float32, qs []int8, d []float32) {
 //     elements each), each element widened to q·d first (ggml's
 //     dequantize_row_q8_0, then ggml_vec_mad_f32).
 //   - accF32: the same for F32 value rows.
+//
+// and two heads' over the same rows (GQA): scoresQ8x2 and accQ8x2 are
+// scoresQ8 and accQ8 for each head, which the twins compute in one pass.
 var (
-	accQ8 = accQ8Go
+	accQ8      = accQ8Go
+	scoresQ8   = scoresQ8Go
+	accQ8x2    = accQ8x2Each
+	scoresQ8x2 = scoresQ8x2Each
 )
 
-func scoresQ8(k []byte, rb int, qs []int8, d []float32, scale float32, out []float32) float32 {
+func accQ8x2Each(acc0, acc1, p0, p1 []float32, v []byte) {
+	accQ8(acc0, p0, v)
+	accQ8(acc1, p1, v)
+}
+
+func scoresQ8x2Each(k []byte, rb int, qs0, qs1 []int8, d0, d1 []float32, scale float32, out0, out1 []float32) (float32, float32) {
+	return scoresQ8(k, rb, qs0, d0, scale, out0), scoresQ8(k, rb, qs1, d1, scale, out1)
+}
+
+func scoresQ8Go(k []byte, rb int, qs []int8, d []float32, scale float32, out []float32) float32 {
 	m := float32(math.Inf(-1))
 	for j := range out {
 		s := scale * dotQ8_0(k[j*rb:j*rb+rb], qs, d, nil)
