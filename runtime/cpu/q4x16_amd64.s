@@ -53,17 +53,34 @@
 	JEQ  x16next
 
 // X16PREFETCH asks for the block PFD bytes ahead (five lines cover its
-// 288 bytes). Only passes of four rows or more run it: on the 2-core
-// Zen 4 box, with weights from DRAM, the hints cost 1–3-row passes
-// 10–15% (the hardware prefetcher keeps up there) and gain 4+-row passes
-// 0–16% (most at 8–16 rows, K ≥ 2048); with the weights in L3 they change
-// nothing.
+// 288 bytes). Unless early, only passes of four rows or more run it: on
+// the 2-core Zen 4 box, with weights from DRAM, the hints cost 1–3-row
+// passes 10–15% (the hardware prefetcher keeps up there) and gain 4+-row
+// passes 0–16% (most at 8–16 rows, K ≥ 2048); with the weights in L3 they
+// change nothing.
 #define X16PREFETCH \
 	PREFETCHT0 PFD(SI); \
 	PREFETCHT0 PFD+64(SI); \
 	PREFETCHT0 PFD+128(SI); \
 	PREFETCHT0 PFD+192(SI); \
 	PREFETCHT0 PFD+256(SI)
+
+// X16EARLY, where early is set, asks for the block PFD bytes ahead into L2
+// (T2) at the start of every pass, decode's one-row passes too: on the
+// 16-core Sapphire Rapids hosts the hardware prefetcher does not keep up
+// there (Qwen3-0.6B-shape Q4_0 decode at 8 threads 154–163 → 209 tok/s,
+// the Llama-3.2-1B shape 80–81 → 105–111; at 16 threads 221 → 249–260 and
+// 128–131 → 165–166), while on the Zen 4 box the same hints cost its
+// Qwen3 shape ~10% (90–110 → 86–90).
+#define X16EARLY \
+	CMPQ early+56(FP), $0; \
+	JEQ  x16late; \
+	PREFETCHT2 PFD(SI); \
+	PREFETCHT2 PFD+64(SI); \
+	PREFETCHT2 PFD+128(SI); \
+	PREFETCHT2 PFD+192(SI); \
+	PREFETCHT2 PFD+256(SI); \
+x16late:
 
 // PFD: the prefetch distance (dot_amd64.s says why 8192).
 #define PFD 8192
@@ -75,11 +92,11 @@
 	JEQ  x16stored; \
 	ADDQ R11, R10
 
-// func q4x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)
+// func q4x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, early int)
 //
 // nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 16; y[j·ldy + 16g + r] for row j, group g,
-// weight row r of the group (ldy in floats).
-TEXT ·q4x16VNNI(SB), NOSPLIT, $0-56
+// weight row r of the group (ldy in floats); early ≠ 0: X16EARLY.
+TEXT ·q4x16VNNI(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI
 	MOVQ ng+16(FP), R8
 	MOVQ a+24(FP), R12
@@ -112,6 +129,7 @@ x16group:
 	VMOVDQA64 Z16, Z31
 
 x16block:
+	X16EARLY
 	VCVTPH2PS (SI), Z14
 	X16NIB(32, Z0, Z4)
 	X16NIB(96, Z1, Z5)

@@ -145,6 +145,11 @@ var q4x16 = q4x16Go
 // q4x16Native reports that q4x16 is an assembly twin (tests).
 var q4x16Native bool
 
+// x16Early is the assembly twin's early argument: 1 where each of its
+// passes prefetches its weights into L2 ahead (set at init on Intel CPUs;
+// q4x16_amd64.go).
+var x16Early int
+
 // q4x16Go is the x16 kernel: ng groups of w (each nb blocks, x16Block
 // bytes a block) against one pass of mc ≤ 16 activation rows (a, their
 // records), y[j·ldy + 16g + r] = weight row r of group g against

@@ -179,8 +179,18 @@ func (c *x16Case) run(f func([]byte, int, int, []byte, int, []float32, int)) []f
 	return y
 }
 
+// Both prefetch forms of the assembly (early or not: Intel's and the
+// others') against the Go, bit for bit.
 func TestQ4x16TwinMatchesGoBitForBit(t *testing.T) {
 	needCPU(t, q4x16Native, "x16 Q4_0 (AVX-512, amd64 assembly)")
+	defer func(e int) { x16Early = e }(x16Early)
+	for _, early := range []int{0, 1} {
+		x16Early = early
+		testQ4x16Twin(t)
+	}
+}
+
+func testQ4x16Twin(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 3))
 	for _, n := range []int{16, 48, 256} {
 		for _, k := range []int{32, 64, 1024, 3072} {
@@ -198,7 +208,7 @@ func TestQ4x16TwinMatchesGoBitForBit(t *testing.T) {
 				got, want := c.run(q4x16), c.run(q4x16Go)
 				for i := range want {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("n=%d k=%d m=%d: Y[%d][%d]: assembly %g, Go %g", n, k, m, i/n, i%n, got[i], want[i])
+						t.Fatalf("early %d n=%d k=%d m=%d: Y[%d][%d]: assembly %g, Go %g", x16Early, n, k, m, i/n, i%n, got[i], want[i])
 					}
 				}
 			}
