@@ -38,6 +38,7 @@ type Memory struct {
 	Weights   uint64 `json:"weights"`
 	Derived   uint64 `json:"derived"`
 	KV        uint64 `json:"kv"`
+	KVType    string `json:"kv_type,omitempty"` // the KV cache's element type: f16, q8_0, f32
 	Scratch   uint64 `json:"scratch"`
 	IO        uint64 `json:"io"`
 	Constants uint64 `json:"constants"`
@@ -92,6 +93,7 @@ func Describe(file string, p *plans.Plan) *Report {
 			r.Memory.Derived += b.Size
 		case plans.BufKV:
 			r.Memory.KV += b.Size
+			r.Memory.KVType = strings.ToLower(b.DType)
 		case plans.BufScratch:
 			r.Memory.Scratch += b.Size
 		case plans.BufIO:

@@ -42,10 +42,14 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 
 	m := r.Memory
 	fmt.Fprintln(w, "\nmemory")
+	kv := "kv cache, a sequence"
+	if m.KVType != "" {
+		kv = "kv cache (" + m.KVType + "), a sequence"
+	}
 	for _, row := range []struct {
 		name string
 		n    uint64
-	}{{"weights", m.Weights}, {"derived weights", m.Derived}, {"kv cache, a sequence", m.KV}, {"scratch", m.Scratch},
+	}{{"weights", m.Weights}, {"derived weights", m.Derived}, {kv, m.KV}, {"scratch", m.Scratch},
 		{"io", m.IO}, {"constants", m.Constants}, {"parameters", m.Params}, {"total", m.Total}} {
 		if row.n != 0 || row.name == "total" {
 			p("  %s\t%s\t%d bytes\n", row.name, b(row.n), row.n)
