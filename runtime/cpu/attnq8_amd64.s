@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q8dot_amd64.h"
 
 // func accQ8_0AVX2(acc, p, v unsafe.Pointer, hdv, n int)
 //
@@ -73,7 +74,8 @@ q8arow:
 // largest out[j]. Each dot is dotQ8_0AVX2's (dot_amd64.s), the same
 // operations in the same order, so each score is scoresQ8's bit for bit:
 // the loop over the keys moved into assembly (a call per key cost more
-// than its four blocks).
+// than its four blocks). Q8DOT_BLOCK and HSUM8 are dotQ8_0AVX2's own
+// (q8dot_amd64.h).
 TEXT ·scoresQ8_0AVX2(SB), NOSPLIT, $0-60
 	MOVQ k+0(FP), SI
 	MOVQ nb+24(FP), R8
@@ -93,32 +95,11 @@ sq8key:
 	VXORPS Y0, Y0, Y0
 
 sq8blk:
-	MOVWLZX (SI), AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
-	VMULSS  (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU 2(SI), Y2
-	VMOVDQU (DI), Y4
-	VPSIGNB Y2, Y2, Y5
-	VPSIGNB Y2, Y4, Y6
-	VPMADDUBSW Y6, Y5, Y7
-	VPMADDWD Y13, Y7, Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS  Y7, Y1, Y7
-	VADDPS  Y7, Y0, Y0
-	ADDQ $34, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
+	Q8DOT_BLOCK
 	DECQ CX
 	JNZ  sq8blk
 
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS  X1, X0, X0
-	VMOVHLPS X0, X0, X1
-	VADDPS  X1, X0, X0
-	VMOVSHDUP X0, X1
-	VADDSS  X1, X0, X0
+	HSUM8
 	VMULSS  X0, X14, X0
 	MOVSS   X0, (R11)
 	VMAXSS  X15, X0, X15

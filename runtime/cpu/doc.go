@@ -17,7 +17,9 @@
 //	kquant_amd64.s   AVX2 Q4_K, Q5_K;  q6k_amd64.s: Q6_K
 //	q4vnni_amd64.s   AVX-512 VNNI four-row Q4_0 dot (float32 rounding of the
 //	                 portable one) and its 4×4 GEMM tile (bits of that dot)
-//	q8vnni_amd64.s   the Q8_0 tile (float32 rounding of the dot)
+//	q8vnni_amd64.s   AVX-512 VNNI four-row Q8_0 dot and the Q8_0 tile
+//	                 (float32 rounding of the portable dot; the dot is the
+//	                 tile's row, bit for bit)
 //	q4x16_amd64.s    AVX-512 VNNI kernel of the q4_0x16 layout (x16.go:
 //	                 the _x16 GEMV and GEMM; bits of its Go twin)
 //	ktile_amd64.s    the Q4_K and Q6_K tiles;  ftile_amd64.s: F32/F16/BF16
@@ -25,6 +27,9 @@
 //	                 the x16 records
 //	attn_amd64.s, expf_amd64.s      attention pieces (AVX2; AVX-512 for two
 //	                 heads of a kv head, float32 rounding), expf (≤ 2 ulp), SiLU
+//	attnq8_amd64.s   attention over a Q8_0 KV cache (kvcache.go): scores bit
+//	                 for bit (q8dot_amd64.h, the Q8_0 dot's block), values to
+//	                 float32 rounding; two heads a pass (AVX-512)
 //	vec_amd64.s      row pieces (vec.go): f32→f16 rows, RMS scales of eight
 //	                 rows at once, RoPE rotations, residual add, argmax
 //

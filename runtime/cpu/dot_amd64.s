@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "q8dot_amd64.h"
 
 // AVX2 dot products. Each loops over whole blocks (or 16-element groups,
 // two float32x8 accumulators) and returns the horizontal sum; callers
@@ -15,15 +16,7 @@
 // it is added (VMULPS, VADDPS; ggml fuses them) so that the portable Go
 // twins (lanes8, hsum8 in quant.go) agree to the bit.
 
-// HSUM8 reduces Y0 into X0 as ggml's hsum_float_8: high half + low half,
-// then (0+2, 1+3), then their sum.
-#define HSUM8 \
-	VEXTRACTF128 $1, Y0, X1; \
-	VADDPS  X1, X0, X0; \
-	VMOVHLPS X0, X0, X1; \
-	VADDPS  X1, X0, X0; \
-	VMOVSHDUP X0, X1; \
-	VADDSS  X1, X0, X0
+// HSUM8 and Q8DOT_BLOCK: q8dot_amd64.h.
 
 // PFD is how far ahead of each row the weight dots prefetch:
 // decode streams weights from DRAM (a mapped file, 4 KiB pages), and the
@@ -137,23 +130,7 @@ TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-36
 q8loop:
 	TESTQ CX, CX
 	JZ    q8done
-	MOVWLZX (SI), AX
-	VMOVD   AX, X1
-	VCVTPH2PS X1, X1
-	VMULSS  (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU 2(SI), Y2
-	VMOVDQU (DI), Y4
-	VPSIGNB Y2, Y2, Y5
-	VPSIGNB Y2, Y4, Y6
-	VPMADDUBSW Y6, Y5, Y7
-	VPMADDWD Y13, Y7, Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS  Y7, Y1, Y7
-	VADDPS  Y7, Y0, Y0
-	ADDQ $34, SI
-	ADDQ $32, DI
-	ADDQ $4, DX
+	Q8DOT_BLOCK
 	DECQ CX
 	JMP  q8loop
 
