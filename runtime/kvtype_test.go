@@ -75,3 +75,19 @@ func TestQ8_0KVParityWithLlamaCpp(t *testing.T) {
 		})
 	}
 }
+
+// A decode step over a Q8_0 or F32 cache allocates nothing, as over F16.
+func TestKVTypesDecodeStepDoesNotAllocate(t *testing.T) {
+	model := synthModel(t, "qwen3", dtype.Q4_0)
+	for _, kv := range []string{"q8_0", "f32"} {
+		t.Run(kv, func(t *testing.T) {
+			m := load(t, compileWith(t, model, "cpu-avx2:2", compiler.Options{KVType: kv}), model, 2)
+			s := sess(t, m)
+			gen(t, s, m.Tokenizer.Tokenize("Once upon a time", true, false), GenerateOptions{MaxTokens: 1})
+			n := len(s.steps)
+			if a := testing.AllocsPerRun(20, func() { s.chain(m.decode, n) }); a != 0 {
+				t.Fatalf("a chain of %d decode steps over a %s cache allocates %v times", n, kv, a)
+			}
+		})
+	}
+}
