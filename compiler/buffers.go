@@ -143,7 +143,7 @@ func bufferPass(s *state) (string, error) {
 			size := row * shape[1] * shape[2]
 			kvBytes += size
 			pair[h] = p.AddBuffer(plans.Buffer{Name: fmt.Sprintf("kv.L%d.%s", a.KVLayer, strings.ToLower(half.String())),
-				Kind: plans.BufKV, Size: size, DType: s.kv.String(), Shape: shape, Layer: uint32(a.KVLayer), Half: half})
+				Kind: plans.BufKV, Size: size, DType: strings.ToLower(s.kv.String()), Shape: shape, Layer: uint32(a.KVLayer), Half: half})
 		}
 		sp.kv[a.KVLayer] = pair
 	}
