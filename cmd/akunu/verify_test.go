@@ -133,19 +133,19 @@ func TestCompareIDs(t *testing.T) {
 	ids := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 	t.Run("a different id over a near tie agrees", func(t *testing.T) {
 		ref := f16s(0, 3.000, 2.999, -1)
-		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgDecode), p, cmd, ref); d != "" {
+		if d := compareIDs(ids(1), ids(2), toleranceFor(argmaxKernel(t), plans.ProgDecode), p, cmd, ref); d != "" {
 			t.Fatal(d)
 		}
 	})
 	t.Run("a different id over distinct logits differs", func(t *testing.T) {
 		ref := f16s(0, 3, 2, -1)
-		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgDecode), p, cmd, ref); d == "" {
+		if d := compareIDs(ids(1), ids(2), toleranceFor(argmaxKernel(t), plans.ProgDecode), p, cmd, ref); d == "" {
 			t.Fatal("agreed")
 		}
 	})
 	t.Run("after sampling, even a near tie must pick the same id", func(t *testing.T) {
 		ref := f16s(0, 3.000, 2.999, -1)
-		if d := compareIDs(ids(1), ids(2), toleranceFor(kernels.OpArgmax, plans.ProgSampled), p, cmd, ref); d == "" {
+		if d := compareIDs(ids(1), ids(2), toleranceFor(argmaxKernel(t), plans.ProgSampled), p, cmd, ref); d == "" {
 			t.Fatal("agreed")
 		}
 	})
@@ -218,4 +218,38 @@ func TestVerifyAMoEPlan(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out.String(), errb.String())
 	}
 	t.Log(strings.TrimSpace(out.String()))
+}
+
+func argmaxKernel(t *testing.T) *kernels.Kernel {
+	t.Helper()
+	k, err := kernels.Find(kernels.Spec{Op: kernels.OpArgmax, Act: dtype.F16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// A matrix product over quantized weights is held to the 8-bit
+// activations' tolerance, over float weights (and every other kernel) to
+// f16's.
+func TestToleranceByWeightType(t *testing.T) {
+	for _, c := range []struct {
+		spec kernels.Spec
+		rel  float64
+	}{
+		{kernels.Spec{Op: kernels.OpGEMV, DType: dtype.Q4_K, Act: dtype.F16}, relQuantized},
+		{kernels.Spec{Op: kernels.OpGEMM, DType: dtype.Q8_0, Act: dtype.F16}, relQuantized},
+		{kernels.Spec{Op: kernels.OpGEMVID, DType: dtype.Q4_0, Act: dtype.F16}, relQuantized},
+		{kernels.Spec{Op: kernels.OpGEMV, DType: dtype.F16, Act: dtype.F16}, relF16},
+		{kernels.Spec{Op: kernels.OpEmbedding, DType: dtype.Q8_0, Act: dtype.F16}, relF16},
+		{kernels.Spec{Op: kernels.OpRMSNorm, Act: dtype.F16}, relF16},
+	} {
+		k, err := kernels.Find(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := toleranceFor(k, plans.ProgDecode); got.rel != c.rel || got.kind != tolValues {
+			t.Errorf("%s: tolerance %+v, want values within %g", k.Name, got, c.rel)
+		}
+	}
 }
