@@ -516,14 +516,7 @@ var families = []*family{
 	{
 		op: OpGEMVID, params: GEMVIDParams{},
 		summary: fixed("y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots: the expert-indexed GEMV of a MoE FFN; an id ≥ n_expert gives zeros"),
-		bindings: func(Spec) []Binding {
-			return []Binding{
-				in("w", RoleWeight, "W [n_expert, N, K] in the kernel's dtype: n_expert matrices of a GEMV's rows, back to back"),
-				in("x", RoleActivation, "x [n_rows, x_stride]: slot j of row r at r·x_stride + j·x_slot, K each"),
-				in("ids", RoleActivation, "expert ids [n_rows, n_slots], uint32: moe_route's"),
-				out("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
-			}
-		},
+		bindings: idBindings,
 		constants: func(Spec) []Constant {
 			return constants(
 				cuint("nr", "rows of W per SIMD group"),
@@ -536,14 +529,7 @@ var families = []*family{
 	{
 		op: OpGEMMID, params: GEMVIDParams{},
 		summary: fixed("gemv_id for a batch: y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots, the pairs grouped by expert and each expert's a tiled GEMM; an id ≥ n_expert gives zeros"),
-		bindings: func(Spec) []Binding {
-			return []Binding{
-				in("w", RoleWeight, "W [n_expert, N, K] in the kernel's dtype: n_expert matrices of a GEMV's rows, back to back"),
-				in("x", RoleActivation, "x [n_rows, x_stride]: slot j of row r at r·x_stride + j·x_slot, K each"),
-				in("ids", RoleActivation, "expert ids [n_rows, n_slots], uint32: moe_route's"),
-				out("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
-			}
-		},
+		bindings: idBindings,
 		geometry: gemmIDGeometry, geometryDoc: fixed("threadgroup (e, t): the (row, slot) pairs of expert e, listed in threadgroup memory from a scan of the ids, in simd_gemm's 32×64 tiles of Y (columns 64t..), 4 SIMD groups; grid = (Experts, ceil(N/64))"),
 		instances: func() []Spec { return typed(OpGEMMID, acts, weightTypes, 0) },
 	},
@@ -580,6 +566,17 @@ func rowsNote(s Spec) string {
 		return "; each row at its own position (and sequence slot) from pos and seq"
 	}
 	return ""
+}
+
+// idBindings are gemv_id's and gemm_id's bindings: the two compute the same
+// products, one row-slot pair at a time or grouped by expert.
+func idBindings(Spec) []Binding {
+	return []Binding{
+		in("w", RoleWeight, "W [n_expert, N, K] in the kernel's dtype: n_expert matrices of a GEMV's rows, back to back"),
+		in("x", RoleActivation, "x [n_rows, x_stride]: slot j of row r at r·x_stride + j·x_slot, K each"),
+		in("ids", RoleActivation, "expert ids [n_rows, n_slots], uint32: moe_route's"),
+		out("y", RoleActivation, "y [n_rows, y_stride]: slot j of row r at r·y_stride + j·N, N each"),
+	}
 }
 
 // kvNote is the KV cache's element type as a binding's doc says it.

@@ -67,6 +67,13 @@ q8arow:
 	VZEROUPPER
 	RET
 
+// SQ8OUT scales the dot in X0 (X14 the scale), stores it at (out) and
+// folds it into the max mx.
+#define SQ8OUT(out, mx) \
+	VMULSS  X0, X14, X0; \
+	MOVSS   X0, (out); \
+	VMAXSS  mx, X0, mx
+
 // func scoresQ8_0AVX2(k, qs, d unsafe.Pointer, nb, n int, scale float32, out unsafe.Pointer) float32
 //
 // out[j] = scale·(k_j·q) for n ≥ 1 Q8_0 key rows k_j (nb ≥ 1 blocks each,
@@ -100,9 +107,7 @@ sq8blk:
 	JNZ  sq8blk
 
 	HSUM8
-	VMULSS  X0, X14, X0
-	MOVSS   X0, (R11)
-	VMAXSS  X15, X0, X15
+	SQ8OUT(R11, X15)
 	ADDQ $4, R11
 	DECQ R10
 	JNZ  sq8key
@@ -211,20 +216,8 @@ sq82blk:
 	VBROADCASTSS X3, Y3
 	VMOVDQU 2(SI), Y2
 	VPSIGNB Y2, Y2, Y5
-	VMOVDQU (DI), Y4
-	VPSIGNB Y2, Y4, Y6
-	VPMADDUBSW Y6, Y5, Y7
-	VPMADDWD Y13, Y7, Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS  Y7, Y1, Y7
-	VADDPS  Y7, Y0, Y0
-	VMOVDQU (BX), Y4
-	VPSIGNB Y2, Y4, Y6
-	VPMADDUBSW Y6, Y5, Y7
-	VPMADDWD Y13, Y7, Y7
-	VCVTDQ2PS Y7, Y7
-	VMULPS  Y7, Y3, Y7
-	VADDPS  Y7, Y8, Y8
+	Q8DOT_HEAD((DI), Y1, Y0)
+	Q8DOT_HEAD((BX), Y3, Y8)
 	ADDQ $34, SI
 	ADDQ $32, DI
 	ADDQ $32, BX
@@ -233,21 +226,11 @@ sq82blk:
 	DECQ CX
 	JNZ  sq82blk
 
-// SQ8SUM reduces acc (its low lanes xacc) into X0, scales it, stores it
-// at (out) and folds it into the max mx.
-#define SQ8SUM(yacc, xacc, out, mx) \
-	VEXTRACTF128 $1, yacc, X1; \
-	VADDPS  X1, xacc, X0; \
-	VMOVHLPS X0, X0, X1; \
-	VADDPS  X1, X0, X0; \
-	VMOVSHDUP X0, X1; \
-	VADDSS  X1, X0, X0; \
-	VMULSS  X0, X14, X0; \
-	MOVSS   X0, (out); \
-	VMAXSS  mx, X0, mx
-
-	SQ8SUM(Y0, X0, R11, X15) // first: the second overwrites X0
-	SQ8SUM(Y8, X8, R12, X12)
+	HSUM8
+	SQ8OUT(R11, X15)
+	VMOVAPS Y8, Y0
+	HSUM8
+	SQ8OUT(R12, X12)
 	ADDQ $4, R11
 	ADDQ $4, R12
 	DECQ R10

@@ -98,6 +98,25 @@ GLOBL q8vidx<>(SB), RODATA|NOPTR, $256
 	VINSERTI64X4 $1, 36(ptr), zw, zw; \
 	VPXORD Z14, zw, zw
 
+// Q8V_CONSTS loads the tile's constants: Z14 the 0x80 bytes, Z4–Z7 the
+// rows' scale-spreading indices.
+#define Q8V_CONSTS \
+	MOVL $0x80808080, AX; \
+	VPBROADCASTD AX, Z14; \
+	VMOVDQU32 q8vidx<>+0(SB), Z4; \
+	VMOVDQU32 q8vidx<>+64(SB), Z5; \
+	VMOVDQU32 q8vidx<>+128(SB), Z6; \
+	VMOVDQU32 q8vidx<>+192(SB), Z7
+
+// Q8V_WEIGHTS readies a step's weights: the eight scales (rows 0..3 ×
+// blocks b, b+1) in Y11, the four rows' bytes in Z0–Z3.
+#define Q8V_WEIGHTS \
+	TILE_SCALES(34); \
+	Q84W(R8, Z0, Y0); \
+	Q84W(R9, Z1, Y1); \
+	Q84W(R10, Z2, Y2); \
+	Q84W(R11, Z3, Y3)
+
 // func dotQ8_0x4x4VNNI(w unsafe.Pointer, stride int, qs unsafe.Pointer, qstride int, d unsafe.Pointer, dstride int, nb int, out *[16]float32)
 //
 // out[4j+r] is weight row r against activation row j; nb is even and at
@@ -105,21 +124,10 @@ GLOBL q8vidx<>(SB), RODATA|NOPTR, $256
 // sign flip, and (read unsigned, 128) the multiplier of −128·Σa.
 TEXT ·dotQ8_0x4x4VNNI(SB), NOSPLIT, $0-64
 	TILE_ENTER
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z14
-	VMOVDQU32 q8vidx<>+0(SB), Z4
-	VMOVDQU32 q8vidx<>+64(SB), Z5
-	VMOVDQU32 q8vidx<>+128(SB), Z6
-	VMOVDQU32 q8vidx<>+192(SB), Z7
+	Q8V_CONSTS
 
 q84loop:
-	// The weights' eight scales, rows 0..3 × blocks b, b+1.
-	TILE_SCALES(34)
-
-	Q84W(R8, Z0, Y0)
-	Q84W(R9, Z1, Y1)
-	Q84W(R10, Z2, Y2)
-	Q84W(R11, Z3, Y3)
+	Q8V_WEIGHTS
 
 // Q84A readies activation row j (its bytes at qp, its two scales at dp):
 // the bytes in Z8, −128·Σa in Z9, the scales times the weights' in Y10.
@@ -181,19 +189,10 @@ TEXT ·dotQ8_0x4VNNI(SB), NOSPLIT, $0-48
 	VMOVDQA64 Z16, Z17
 	VMOVDQA64 Z16, Z18
 	VMOVDQA64 Z16, Z19
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z14
-	VMOVDQU32 q8vidx<>+0(SB), Z4
-	VMOVDQU32 q8vidx<>+64(SB), Z5
-	VMOVDQU32 q8vidx<>+128(SB), Z6
-	VMOVDQU32 q8vidx<>+192(SB), Z7
+	Q8V_CONSTS
 
 q8x4vloop:
-	TILE_SCALES(34)
-	Q84W(R8, Z0, Y0)
-	Q84W(R9, Z1, Y1)
-	Q84W(R10, Z2, Y2)
-	Q84W(R11, Z3, Y3)
+	Q8V_WEIGHTS
 	Q84A((DI), (DX))
 	TILE_ROW(Z16, Z17, Z18, Z19)
 	ADDQ $68, R8
