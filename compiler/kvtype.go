@@ -8,27 +8,27 @@ import (
 	"github.com/akunu-dev/akunu/kernels"
 )
 
-// KVTypes are the KV cache types Options.KVType takes, the default first.
-var KVTypes = []string{"f16", "q8_0", "f32"}
-
 // kvType resolves Options.KVType for a plan of activations act: the
-// cache's element type and the kernels' variant flag for it. A GPU plan
-// (F16 activations) takes only F16: its kernels read no other cache.
+// cache's element type (kernels.KVTypes, by its lower-case name; "" is
+// the default, F16) and the kernels' variant flag for it. A GPU plan (F16
+// activations) takes only F16: its kernels read no other cache.
 func kvType(name string, act dtype.Type) (dtype.Type, kernels.Variant, error) {
-	t := dtype.F16
-	switch strings.ToLower(name) {
-	case "", "f16":
-	case "q8_0":
-		t = dtype.Q8_0
-	case "f32":
-		t = dtype.F32
-	default:
-		return 0, 0, fmt.Errorf("%w: KV cache type %q: one of %s", ErrOptions, name, strings.Join(KVTypes, ", "))
+	t, v, found := dtype.F16, kernels.Variant(0), name == ""
+	var names []string
+	for _, k := range kernels.KVTypes {
+		n := strings.ToLower(k.String())
+		names = append(names, n)
+		if !found && strings.EqualFold(name, n) {
+			t, found = k, true
+			v, _ = kernels.KVVariant(k)
+		}
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("%w: KV cache type %q: one of %s", ErrOptions, name, strings.Join(names, ", "))
 	}
 	if t != dtype.F16 && act != dtype.F32 {
 		return 0, 0, fmt.Errorf("%w: a %v KV cache is for CPU plans; the GPU kernels read an F16 cache (compile for a cpu-* chip, or leave the KV type at f16)", ErrOptions, t)
 	}
-	v, _ := kernels.KVVariant(t)
 	return t, v, nil
 }
 

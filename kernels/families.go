@@ -72,7 +72,7 @@ var f16Only = []dtype.Type{dtype.F16}
 // activations only, the CPU's (the GPU kernels read an F16 cache; ADR 0021).
 func kvSpecs(op Op, variants ...Variant) []Spec {
 	var out []Spec
-	for _, kv := range []Variant{KVQ8, KVF32} {
+	for _, kv := range kvVariants[1:] { // the types but F16
 		for _, v := range variants {
 			out = append(out, Spec{Op: op, Variant: v | kv, Act: dtype.F32})
 		}
@@ -515,7 +515,7 @@ var families = []*family{
 	},
 	{
 		op: OpGEMVID, params: GEMVIDParams{},
-		summary: fixed("y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots: the expert-indexed GEMV of a MoE FFN; an id ≥ n_expert gives zeros"),
+		summary:  fixed("y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots: the expert-indexed GEMV of a MoE FFN; an id ≥ n_expert gives zeros"),
 		bindings: idBindings,
 		constants: func(Spec) []Constant {
 			return constants(
@@ -528,7 +528,7 @@ var families = []*family{
 	},
 	{
 		op: OpGEMMID, params: GEMVIDParams{},
-		summary: fixed("gemv_id for a batch: y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots, the pairs grouped by expert and each expert's a tiled GEMM; an id ≥ n_expert gives zeros"),
+		summary:  fixed("gemv_id for a batch: y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots, the pairs grouped by expert and each expert's a tiled GEMM; an id ≥ n_expert gives zeros"),
 		bindings: idBindings,
 		geometry: gemmIDGeometry, geometryDoc: fixed("threadgroup (e, t): the (row, slot) pairs of expert e, listed in threadgroup memory from a scan of the ids, in simd_gemm's 32×64 tiles of Y (columns 64t..), 4 SIMD groups; grid = (Experts, ceil(N/64))"),
 		instances: func() []Spec { return typed(OpGEMMID, acts, weightTypes, 0) },

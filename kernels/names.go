@@ -102,16 +102,20 @@ const (
 
 var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16", "kv_q8_0", "kv_f32"}
 
-// KVVariant is the variant flag of a KV cache of type t (F16, the default,
-// has none); ok is false for a type no kernel stores the cache in.
+// KVTypes are the types a KV cache can be stored in, the default first;
+// kvVariants are their variant flags (F16 has none).
+var (
+	KVTypes    = []dtype.Type{dtype.F16, dtype.Q8_0, dtype.F32}
+	kvVariants = []Variant{0, KVQ8, KVF32}
+)
+
+// KVVariant is the variant flag of a KV cache of type t; ok is false for a
+// type no kernel stores the cache in.
 func KVVariant(t dtype.Type) (v Variant, ok bool) {
-	switch t {
-	case dtype.F16:
-		return 0, true
-	case dtype.Q8_0:
-		return KVQ8, true
-	case dtype.F32:
-		return KVF32, true
+	for i, k := range KVTypes {
+		if k == t {
+			return kvVariants[i], true
+		}
 	}
 	return 0, false
 }

@@ -355,7 +355,7 @@ func (v *validator) derived(where string, self int, b *Buffer) {
 
 func (v *validator) kv(where string, b *Buffer) {
 	hp := &v.p.Model.HParams
-	elem, ok := KVTypes[strings.ToLower(b.DType)]
+	elem, ok := kvTypes[strings.ToLower(b.DType)]
 	if !ok {
 		v.add("%s: dtype %q; a KV cache is f16, q8_0 or f32", where, b.DType)
 	}
@@ -390,9 +390,9 @@ func (v *validator) kv(where string, b *Buffer) {
 	}
 }
 
-// KVTypes are the element types a KV cache may hold: elements per block
+// kvTypes are the element types a KV cache may hold: elements per block
 // and bytes per block. A cache that is not f16 needs runtime 5.
-var KVTypes = map[string]struct{ block, bytes uint64 }{"f16": {1, 2}, "q8_0": {32, 34}, "f32": {1, 4}}
+var kvTypes = map[string]struct{ block, bytes uint64 }{"f16": {1, 2}, "q8_0": {32, 34}, "f32": {1, 4}}
 
 func (v *validator) pipelines() {
 	p := v.p

@@ -187,7 +187,7 @@ func (r *ropeKV) prepare(e *Exec) error {
 	if r.factor {
 		r.cfg.factors = f32s(e.buf(r.sf))[:p.RopeDim/2]
 	}
-	e.b.scratch.needWorker(headGroup*int(p.HeadDim), int(p.HeadDimV))
+	e.b.scratch.needWorker(headGroup*int(p.HeadDim), 0)
 	if r.kv == kvQ8 {
 		e.b.scratch.needWorkerQ8(int(max(p.HeadDim, p.HeadDimV)))
 	}
@@ -338,15 +338,10 @@ func (r *ropeKV) token(ws *workerScratch, t, pos, kslot, vslot int) {
 			r.kv.store(kc[kslot+(hh*mc+pos)*kr:][:kr], x[i*hd:i*hd+hd], ws.q8.qs, ws.q8.d)
 			offv := t*int(p.KVStride) + hh*hdv
 			dv := vc[vslot+(hh*mc+pos)*vr:][:vr]
-			switch {
-			case r.act == actF16 && r.kv == kvF16:
+			if r.act == actF16 { // F16 activations come with an F16 cache only (kernels.kvSpecs)
 				copy(u16s(dv), u16s(v)[offv:offv+hdv])
-			case r.act == actF32:
+			} else {
 				r.kv.store(dv, f32s(v)[offv:offv+hdv], ws.q8.qs, ws.q8.d)
-			default:
-				xv := ws.acc[:hdv]
-				r.act.load(xv, v, offv, hdv)
-				r.kv.store(dv, xv, ws.q8.qs, ws.q8.d)
 			}
 		}
 	}
