@@ -71,7 +71,8 @@
 // there (Qwen3-0.6B-shape Q4_0 decode at 8 threads 154–163 → 209 tok/s,
 // the Llama-3.2-1B shape 80–81 → 105–111; at 16 threads 221 → 249–260 and
 // 128–131 → 165–166), while on the Zen 4 box the same hints cost its
-// Qwen3 shape ~10% (90–110 → 86–90).
+// Qwen3 shape ~10% (90–110 → 86–90, three alternating runs each) and left
+// its 1B shape within noise (45–48 → 47–51).
 #define X16EARLY \
 	CMPQ early+56(FP), $0; \
 	JEQ  x16late; \
