@@ -130,7 +130,7 @@ func run(model string, threads, ngl, pp, tg, tgCtx, reps int, blind bool, kv dty
 		return nil, err
 	}
 	r := &Result{Engine: libVersion(lib.Dir), Model: model, Threads: threads, CPU: cpuModel(), Variant: loadedVariant(),
-		PP: pp, TG: tg, TGContext: tgCtx, KV: kv.String()}
+		PP: pp, TG: tg, TGContext: tgCtx, KV: strings.ToLower(kv.String())}
 	prompt := func(k int) []int32 {
 		p := make([]int32, k)
 		for i := range p {
