@@ -121,7 +121,7 @@ var (
 
 // repacked are the weight types with a 16-row interleaved layout (X16), for
 // the CPU (F32 activations): the recipe repack:<dtype>x16 builds it.
-var repacked = []dtype.Type{dtype.Q4_0}
+var repacked = []dtype.Type{dtype.Q4_0, dtype.Q8_0}
 
 // RepackRecipe is the derived-buffer recipe of dt's X16 layout
 // ("repack:q4_0x16"), "" for a type without one.
@@ -135,7 +135,7 @@ func RepackRecipe(dt dtype.Type) string {
 }
 
 const (
-	docWeightX16 = "W [N, K] repacked in 16-row groups (docs/formats.md#q4_0x16); N a multiple of 16"
+	docWeightX16 = "W [N, K] repacked in 16-row groups (docs/formats.md#repacked); N a multiple of 16"
 	docWeight    = "W [N, K] in the kernel's dtype, rows contiguous"
 	docBias      = "bias [N], F32"
 )

@@ -106,8 +106,8 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 
 // Derive builds a derived weight of size bytes from srcs by recipe:
 // concat_rows copies the sources' bytes one after the other;
-// repack:q4_0x16 (x16.go) interleaves Q4_0 rows of rowElems elements in
-// groups of 16, each source on its own.
+// repack:q4_0x16 and repack:q8_0x16 (x16.go) interleave Q4_0 or Q8_0 rows
+// of rowElems elements in groups of 16, each source on its own.
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (buf device.Buffer, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -122,9 +122,10 @@ func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int
 func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
 	switch recipe {
 	case plans.RecipeConcatRows:
-	case recipeQ4_0x16:
-		return b.deriveQ4_0x16(srcs, size, rowElems)
 	default:
+		if l := x16ByRecipe(recipe); l != nil {
+			return l.derive(b, srcs, size, rowElems)
+		}
 		return device.Buffer{}, fmt.Errorf("cpu: recipe %q: %w", recipe, ErrUnsupported)
 	}
 	data := Alloc(size)

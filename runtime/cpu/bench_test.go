@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,34 +133,38 @@ func (c *countTask) do(_, i0, i1 int) {
 	}
 }
 
-// BenchmarkGEMMQ4_0X16 times simd_gemm_q4_0_x16_f32 (weights in the
-// q4_0x16 layout) against the plain simd_gemm_q4_0_f32 on the same
-// 3072×1024 weights (a small model's FFN up projection), on two threads,
-// for M = 1 (decode), 4, 8, 16 (batched decode) and 128 (prefill) rows of
-// X; activation quantization included. GMAC/s counts M·N·K.
-func BenchmarkGEMMQ4_0X16(b *testing.B) {
+// BenchmarkGEMMX16 times the x16 GEMMs (simd_gemm_q4_0_x16_f32 and
+// simd_gemm_q8_0_x16_f32, weights repacked) against the plain ones on the
+// same 3072×1024 weights (a small model's FFN up projection), on two
+// threads, for M = 1 (decode), 4, 8, 16 (batched decode) and 128
+// (prefill) rows of X; activation quantization included. GMAC/s counts
+// M·N·K.
+func BenchmarkGEMMX16(b *testing.B) {
 	const n, k = 3072, 1024
 	r := rand.New(rand.NewPCG(1, 16))
-	plain, _ := weights(b, r, dtype.Q4_0, n, k)
-	packed := Alloc(len(plain))
-	if err := RepackQ4_0x16(packed, plain, k); err != nil {
-		b.Fatal(err)
-	}
-	for _, m := range []int{1, 4, 8, 16, 128} {
-		for _, form := range []struct {
-			name, kernel string
-			w            []byte
-		}{{"plain", "simd_gemm_q4_0_f32", plain}, {"x16", "simd_gemm_q4_0_x16_f32", packed}} {
-			b.Run(fmt.Sprintf("%s/m%d/t2", form.name, m), func(b *testing.B) {
-				h := newHarness(b, 2)
-				x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
-				e := h.bind(form.kernel, kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": form.w, "x": x, "y": y})
-				b.ResetTimer()
-				for range b.N {
-					e.Run()
-				}
-				b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-			})
+	for _, l := range x16Layouts {
+		dt := strings.ToLower(l.dt.String())
+		plain, _ := weights(b, r, l.dt, n, k)
+		packed := Alloc(len(plain))
+		if err := l.repack(packed, plain, k); err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range []int{1, 4, 8, 16, 128} {
+			for _, form := range []struct {
+				name, kernel string
+				w            []byte
+			}{{"plain", "simd_gemm_" + dt + "_f32", plain}, {"x16", "simd_gemm_" + dt + "_x16_f32", packed}} {
+				b.Run(fmt.Sprintf("%s/%s/m%d/t2", dt, form.name, m), func(b *testing.B) {
+					h := newHarness(b, 2)
+					x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+					e := h.bind(form.kernel, kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": form.w, "x": x, "y": y})
+					b.ResetTimer()
+					for range b.N {
+						e.Run()
+					}
+					b.ReportMetric(float64(m*n*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
 		}
 	}
 }

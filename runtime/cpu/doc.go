@@ -20,8 +20,8 @@
 //	q8vnni_amd64.s   AVX-512 VNNI four-row Q8_0 dot and the Q8_0 tile
 //	                 (float32 rounding of the portable dot; the dot is the
 //	                 tile's row, bit for bit)
-//	q4x16_amd64.s    AVX-512 VNNI kernel of the q4_0x16 layout (x16.go:
-//	                 the _x16 GEMV and GEMM; bits of its Go twin)
+//	x16_amd64.s      AVX-512 VNNI kernels of the q4_0x16 and q8_0x16 layouts
+//	                 (x16.go: the _x16 GEMV and GEMM; bits of their Go twins)
 //	ktile_amd64.s    the Q4_K and Q6_K tiles;  ftile_amd64.s: F32/F16/BF16
 //	quant_amd64.s, quant8k_amd64.s  activation quantization (Q8_0/1, Q8_K),
 //	                 the x16 records

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
 )
 
@@ -15,17 +14,17 @@ import (
 // The caller widens x to float32 once (and applies the SiLU gate), then,
 // for quantized weights, quantizes it to 8 bits once; the pool then splits
 // the rows of W in chunks, each row one dot product. The _x16 forms read W
-// in the q4_0x16 layout (x16.go): the activation is also packed into the
-// x16 records, and the pool splits groups of 16 rows, each one pass of
-// the x16 kernel.
+// in an x16 layout (q4_0x16, q8_0x16; x16.go): the activation is also
+// packed into the x16 records, and the pool splits groups of 16 rows, each
+// one pass of the layout's kernel.
 type gemv struct {
 	p    kernels.GEMVParams
 	wt   *weightType
 	act  act
 	silu bool
 	bias bool
-	x16  bool
-	y    int // slot of y (3 for _silu, 2 otherwise)
+	x16  *x16Layout // the _x16 forms' layout
+	y    int        // slot of y (3 for _silu, 2 otherwise)
 
 	// per run, for do
 	e  *Exec
@@ -38,8 +37,13 @@ type gemv struct {
 }
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
-		x16: k.Variant&kernels.X16 != 0}
+	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias")}
+	if k.Variant&kernels.X16 != 0 {
+		g.x16 = x16Of(k.DType)
+		if g.x16 == nil {
+			g.wt = nil // prepare refuses it
+		}
+	}
 	g.y = 2
 	if g.silu {
 		g.y = 3
@@ -61,7 +65,7 @@ func (g *gemv) prepare(e *Exec) error {
 	if len(e.buf(g.y)) < n*g.act.size() {
 		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), n, n*g.act.size(), ErrUnsupported)
 	}
-	if g.x16 {
+	if g.x16 != nil {
 		if err := checkX16(g.wt, g.act, n); err != nil {
 			return err
 		}
@@ -76,9 +80,9 @@ func (g *gemv) prepare(e *Exec) error {
 }
 
 // checkX16 holds an _x16 kernel's command to what its layout allows: Q4_0
-// weights in whole groups of 16 rows, F32 activations.
+// or Q8_0 weights in whole groups of 16 rows, F32 activations.
 func checkX16(wt *weightType, a act, n int) error {
-	if wt.dt != dtype.Q4_0 || a != actF32 {
+	if x16Of(wt.dt) == nil || a != actF32 {
 		return fmt.Errorf("an x16 kernel of %v with %d-byte activations: %w", wt.dt, a.size(), ErrUnsupported)
 	}
 	if n%x16Rows != 0 {
@@ -116,8 +120,8 @@ func (g *gemv) run(e *Exec) {
 	} else {
 		g.wt.roundAct(x)
 	}
-	if g.x16 {
-		packX16(s.x16, &s.q8, 0, 1, k)
+	if g.x16 != nil {
+		g.x16.pack(s.x16, &s.q8, 0, 1, k)
 		gb := x16Rows * g.rb
 		e.b.pool.run(g, n/x16Rows, e.b.pool.split(n/x16Rows, max(1, 16<<10/gb)), gb)
 		return
@@ -130,10 +134,10 @@ func (g *gemv) run(e *Exec) {
 
 func (g *gemv) do(wk, i0, i1 int) {
 	k, rb := int(g.p.K), g.rb
-	if g.x16 { // items are groups of 16 rows
+	if g.x16 != nil { // items are groups of 16 rows
 		gb := x16Rows * rb
 		y := f32s(g.yb)
-		q4x16(g.w[i0*gb:i1*gb], k/qk, i1-i0, g.e.b.scratch.x16, 1, y[i0*x16Rows:], 0)
+		g.x16.kernel(g.w[i0*gb:i1*gb], k/qk, i1-i0, g.e.b.scratch.x16, 1, y[i0*x16Rows:], 0)
 		if g.bias {
 			addBias(y[i0*x16Rows:i1*x16Rows], g.bb[i0*x16Rows:i1*x16Rows])
 		}
@@ -195,7 +199,7 @@ func (g *gemv) set(r int, v float32) {
 // the float tile (f44), four weight rows meet four rows of X per pass
 // instead, to the same bits. The pool splits the rows of W, so each weight
 // row is read once per command and stays in cache while it meets all M
-// rows. The _x16 form reads W in the q4_0x16 layout: the pool splits
+// rows. The _x16 forms read W in an x16 layout: the pool splits
 // groups of 16 rows, and each group meets the rows of X sixteen at a time
 // (x16.go).
 type gemm struct {
@@ -203,7 +207,7 @@ type gemm struct {
 	wt   *weightType
 	act  act
 	bias bool
-	x16  bool
+	x16  *x16Layout // the _x16 forms' layout
 	maxM int
 	in   gemmIn
 	// prev is the program's command before this one when it is a GEMM of
@@ -221,7 +225,13 @@ type gemm struct {
 }
 
 func bindGEMM(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias"), x16: k.Variant&kernels.X16 != 0}
+	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias")}
+	if k.Variant&kernels.X16 != 0 {
+		g.x16 = x16Of(k.DType)
+		if g.x16 == nil {
+			g.wt = nil // prepare refuses it
+		}
+	}
 	return g, unsafe.Pointer(&g.p)
 }
 
@@ -238,7 +248,7 @@ func (g *gemm) prepare(e *Exec) error {
 	}
 	g.maxM = m
 	s := &e.b.scratch
-	if g.x16 {
+	if g.x16 != nil {
 		if err := checkX16(g.wt, g.act, n); err != nil {
 			return err
 		}
@@ -276,7 +286,7 @@ func (g *gemm) run(e *Exec) {
 		g.in.g = g
 		e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
 	}
-	if g.x16 {
+	if g.x16 != nil {
 		ng := n / x16Rows
 		e.b.pool.run(g, ng, e.b.pool.split(ng, 1), x16Rows*g.rb*max(m, 1))
 		return
@@ -343,8 +353,8 @@ func (t *gemmIn) do(_, i0, i1 int) {
 		}
 		if g.q != nil {
 			g.q.quantizeRow(g.wt.aq, x, i, k)
-			if g.x16 {
-				packX16(g.e.b.scratch.x16, g.q, i, int(g.p.M), k)
+			if g.x16 != nil {
+				g.x16.pack(g.e.b.scratch.x16, g.q, i, int(g.p.M), k)
 			}
 		} else {
 			g.wt.roundAct(x)
@@ -354,7 +364,7 @@ func (t *gemmIn) do(_, i0, i1 int) {
 
 func (g *gemm) do(w, i0, i1 int) {
 	m, k, rb, ldc := int(g.p.M), int(g.p.K), g.rb, int(g.p.LDC)
-	if g.x16 {
+	if g.x16 != nil {
 		g.doX16(i0, i1)
 		return
 	}
@@ -443,7 +453,7 @@ func (g *gemm) doX16(i0, i1 int) {
 	for g0 := i0; g0 < i1; g0 += step {
 		for c := 0; c < m; c += x16MaxM {
 			mc := min(x16MaxM, m-c)
-			q4x16(g.w[g0*gb:(g0+step)*gb], nb, step, a[c*nb*x16Rec:], mc, y[c*ldc+g0*x16Rows:], ldc)
+			g.x16.kernel(g.w[g0*gb:(g0+step)*gb], nb, step, a[c*nb*x16Rec:], mc, y[c*ldc+g0*x16Rows:], ldc)
 		}
 	}
 	if g.bias {

@@ -142,7 +142,7 @@ func layout(t testing.TB, k *kernels.Kernel, w []byte, kk int) []byte {
 		return w
 	}
 	out := Alloc(len(w))
-	if err := RepackQ4_0x16(out, w, kk); err != nil {
+	if err := x16Of(k.DType).repack(out, w, kk); err != nil {
 		t.Fatal(err)
 	}
 	return out

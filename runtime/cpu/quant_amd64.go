@@ -13,7 +13,7 @@ func quantizeQ8_0AVX2(x, qs, d, s unsafe.Pointer, nb int) int
 // packRecsAVX2 (quant_amd64.s) is packRecsGo on nb blocks.
 //
 //go:noescape
-func packRecsAVX2(a unsafe.Pointer, step int, qs, d unsafe.Pointer, nb int)
+func packRecsAVX2(a unsafe.Pointer, step int, qs, d unsafe.Pointer, nb int, bias int)
 
 func init() {
 	if haveAVX2 {
@@ -22,13 +22,13 @@ func init() {
 	}
 }
 
-func packRecsAsm(a []byte, step int, qs []int8, d []float32) {
+func packRecsAsm(a []byte, step int, qs []int8, d []float32, bias int32) {
 	nb := len(d)
 	if nb == 0 {
 		return
 	}
 	_, _ = a[(nb-1)*step+x16Rec-1], qs[nb*qk-1]
-	packRecsAVX2(unsafe.Pointer(&a[0]), step, unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), nb)
+	packRecsAVX2(unsafe.Pointer(&a[0]), step, unsafe.Pointer(&qs[0]), unsafe.Pointer(&d[0]), nb, int(bias))
 }
 
 // quantizeQ8_0Asm is quantizeQ8_0Go, bit for bit: the finite blocks in

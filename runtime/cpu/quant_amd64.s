@@ -141,18 +141,19 @@ done:
 	MOVQ AX, ret+40(FP)
 	RET
 
-// func packRecsAVX2(a unsafe.Pointer, step int, qs, d unsafe.Pointer, nb int)
+// func packRecsAVX2(a unsafe.Pointer, step int, qs, d unsafe.Pointer, nb int, bias int)
 //
 // packRecsGo (x16.go): for each block b < nb, at a + b·step the 32 quants,
-// d[b], and −8·Σq. The sum: the bytes biased to unsigned (x ^ 0x80 is x +
+// d[b], and bias·Σq. The sum: the bytes biased to unsigned (x ^ 0x80 is x +
 // 128), VPSADBW against zero into four qword sums, those added, 32·128
 // taken off. Integers throughout, so exact.
-TEXT ·packRecsAVX2(SB), NOSPLIT, $0-40
+TEXT ·packRecsAVX2(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), DI
 	MOVQ step+8(FP), BX
 	MOVQ qs+16(FP), SI
 	MOVQ d+24(FP), DX
 	MOVQ nb+32(FP), CX
+	MOVQ bias+40(FP), R8
 	MOVL $0x80808080, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
@@ -171,7 +172,7 @@ packloop:
 	VPADDQ X2, X1, X1
 	VMOVD X1, AX
 	SUBL $4096, AX // 32·128
-	IMUL3L $-8, AX, AX
+	IMULL R8, AX
 	MOVL AX, 36(DI)
 	ADDQ $32, SI
 	ADDQ $4, DX

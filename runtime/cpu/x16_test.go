@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -14,79 +15,103 @@ import (
 	"github.com/akunu-dev/akunu/runtime/device"
 )
 
-// unrepackQ4_0x16 is RepackQ4_0x16's inverse: the q4_0x16 bytes src (rows
-// of k elements) back in plain Q4_0 rows.
-func unrepackQ4_0x16(dst, src []byte, k int) {
+// x16Layouts are the layouts the tests run over.
+var x16Layouts = []*x16Layout{x16Q4_0, x16Q8_0}
+
+// unrepack is l.repack's inverse: the x16 bytes src (rows of k elements)
+// back in plain rows.
+func unrepack(l *x16Layout, dst, src []byte, k int) {
 	nb := k / qk
-	rb := nb * q4Block
+	rb, bb := nb*l.src, l.block()
 	for g := 0; g < len(src); g += x16Rows * rb {
 		for b := range nb {
-			in := src[g+b*x16Block : g+b*x16Block+x16Block]
+			in := src[g+b*bb : g+b*bb+bb]
 			for r := range x16Rows {
-				blk := dst[g+r*rb+b*q4Block : g+r*rb+b*q4Block+q4Block]
+				blk := dst[g+r*rb+b*l.src : g+r*rb+b*l.src+l.src]
 				blk[0], blk[1] = in[2*r], in[2*r+1]
-				for j := range 4 {
-					copy(blk[2+4*j:2+4*j+4], in[32+64*j+4*r:32+64*j+4*r+4])
+				for j := range l.dwords {
+					for e := range 4 {
+						blk[2+4*j+e] = in[32+64*j+4*r+e] ^ l.flip
+					}
 				}
 			}
 		}
 	}
 }
 
-func TestRepackQ4_0x16RoundTrips(t *testing.T) {
+func TestRepackRoundTrips(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 1))
-	for _, shape := range [][2]int{{16, 32}, {48, 64}, {32, 1024}} {
-		n, k := shape[0], shape[1]
-		t.Run(fmt.Sprintf("%dx%d gives its source back", n, k), func(t *testing.T) {
-			src := make([]byte, n*k/qk*q4Block)
-			for i := range src {
-				src[i] = byte(r.Uint32())
-			}
-			packed, back := make([]byte, len(src)), make([]byte, len(src))
-			if err := RepackQ4_0x16(packed, src, k); err != nil {
-				t.Fatal(err)
-			}
-			unrepackQ4_0x16(back, packed, k)
-			if !bytes.Equal(back, src) {
-				t.Fatal("repack then its inverse differs from the source")
-			}
-			// The layout as docs/formats.md states it: group g, block b,
-			// row r's scale at 2r, its dword j at 32 + 64j + 4r.
-			rb := k / qk * q4Block
-			g, b, row, j := n/16-1, k/qk-1, 5, 2
-			chunk := packed[(g*(k/qk)+b)*x16Block:]
-			blk := src[(16*g+row)*rb+b*q4Block:]
-			if !bytes.Equal(chunk[2*row:2*row+2], blk[:2]) || !bytes.Equal(chunk[32+64*j+4*row:][:4], blk[2+4*j:][:4]) {
-				t.Fatal("the layout is not the documented one")
-			}
-		})
-	}
-	for _, bad := range []struct {
-		name      string
-		size, k   int
-		dstSize   int
-		wantError bool
-	}{
-		{"refuses 8 rows", 8 * 18, 32, 8 * 18, true},
-		{"refuses rows that are not whole blocks", 16 * 18, 31, 16 * 18, true},
-		{"refuses a destination of another size", 16 * 18, 32, 17 * 18, true},
-		{"refuses a row length of 0", 16 * 18, 0, 16 * 18, true},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			err := RepackQ4_0x16(make([]byte, bad.dstSize), make([]byte, bad.size), bad.k)
-			if !errors.Is(err, ErrUnsupported) {
-				t.Fatalf("got %v, want an error wrapping ErrUnsupported", err)
-			}
-		})
+	for _, l := range x16Layouts {
+		for _, shape := range [][2]int{{16, 32}, {48, 64}, {32, 1024}} {
+			n, k := shape[0], shape[1]
+			t.Run(fmt.Sprintf("%s %dx%d gives its source back", l.recipe, n, k), func(t *testing.T) {
+				src := make([]byte, n*k/qk*l.src)
+				for i := range src {
+					src[i] = byte(r.Uint32())
+				}
+				packed, back := make([]byte, len(src)), make([]byte, len(src))
+				if err := l.repack(packed, src, k); err != nil {
+					t.Fatal(err)
+				}
+				unrepack(l, back, packed, k)
+				if !bytes.Equal(back, src) {
+					t.Fatal("repack then its inverse differs from the source")
+				}
+				// The layout as docs/formats.md states it: group g, block
+				// b, row r's scale at 2r, its dword j at 32 + 64j + 4r,
+				// Q8_0's quants as q + 128 (each byte XOR 0x80).
+				rb := k / qk * l.src
+				g, b, row, j := n/16-1, k/qk-1, 5, l.dwords-2
+				chunk := packed[(g*(k/qk)+b)*l.block():]
+				blk := src[(16*g+row)*rb+b*l.src:]
+				want := slices.Clone(blk[2+4*j:][:4])
+				if l.dt == dtype.Q8_0 {
+					for e := range want {
+						want[e] = byte(int(int8(want[e])) + 128)
+					}
+				}
+				if !bytes.Equal(chunk[2*row:2*row+2], blk[:2]) || !bytes.Equal(chunk[32+64*j+4*row:][:4], want) {
+					t.Fatal("the layout is not the documented one")
+				}
+			})
+		}
+		for _, bad := range []struct {
+			name    string
+			size, k int
+			dstSize int
+		}{
+			{"refuses 8 rows", 8 * l.src, 32, 8 * l.src},
+			{"refuses rows that are not whole blocks", 16 * l.src, 31, 16 * l.src},
+			{"refuses a destination of another size", 16 * l.src, 32, 17 * l.src},
+			{"refuses a row length of 0", 16 * l.src, 0, 16 * l.src},
+		} {
+			t.Run(l.recipe+" "+bad.name, func(t *testing.T) {
+				err := l.repack(make([]byte, bad.dstSize), make([]byte, bad.size), bad.k)
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("got %v, want an error wrapping ErrUnsupported", err)
+				}
+			})
+		}
 	}
 }
 
 func TestDeriveRepacksEachSource(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 2))
+	for _, l := range x16Layouts {
+		t.Run(l.recipe, func(t *testing.T) { testDeriveRepacks(t, r, l) })
+	}
+	b := New(Options{Threads: 1})
+	defer b.Close()
+	if _, err := b.Derive("repack:q5_0x16", []device.Buffer{mustMap(t, b, make([]byte, 16*22))}, 16*22, 32); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("Derive of an unknown layout: got %v, want an error wrapping ErrUnsupported", err)
+	}
+}
+
+func testDeriveRepacks(t *testing.T, r *rand.Rand, l *x16Layout) {
 	b := New(Options{Threads: 1})
 	defer b.Close()
 	const k = 64
-	rb := k / qk * q4Block
+	rb := k / qk * l.src
 	parts := [][]byte{make([]byte, 32*rb), make([]byte, 16*rb)}
 	var srcs []device.Buffer
 	var all []byte
@@ -101,7 +126,7 @@ func TestDeriveRepacksEachSource(t *testing.T) {
 		srcs = append(srcs, d)
 		all = append(all, p...)
 	}
-	recipe := kernels.RepackRecipe(dtype.Q4_0)
+	recipe := kernels.RepackRecipe(l.dt)
 	d, err := b.Derive(recipe, srcs, len(all), k)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +136,7 @@ func TestDeriveRepacksEachSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := make([]byte, len(all))
-	if err := RepackQ4_0x16(want, all, k); err != nil {
+	if err := l.repack(want, all, k); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
@@ -141,21 +166,22 @@ func mustMap(t *testing.T, b *Backend, data []byte) device.Buffer {
 	return d
 }
 
-// x16Case is an x16 kernel's inputs: n×k Q4_0 weights repacked, m rows of
-// activations quantized to Q8_0 and packed into records.
+// x16Case is an x16 kernel's inputs: n×k weights of l's type repacked, m
+// rows of activations quantized to Q8_0 and packed into records.
 type x16Case struct {
+	l       *x16Layout
 	n, k, m int
-	plain   []byte // the weights, Q4_0 rows
+	plain   []byte // the weights, GGUF rows
 	w       []byte // repacked
 	q       q8act
 	recs    []byte
 }
 
-func newX16Case(t testing.TB, r *rand.Rand, n, k, m int) *x16Case {
-	c := &x16Case{n: n, k: k, m: m}
-	c.plain, _ = weights(t, r, dtype.Q4_0, n, k)
+func newX16Case(t testing.TB, r *rand.Rand, l *x16Layout, n, k, m int) *x16Case {
+	c := &x16Case{l: l, n: n, k: k, m: m}
+	c.plain, _ = weights(t, r, l.dt, n, k)
 	c.w = make([]byte, len(c.plain))
-	if err := RepackQ4_0x16(c.w, c.plain, k); err != nil {
+	if err := l.repack(c.w, c.plain, k); err != nil {
 		t.Fatal(err)
 	}
 	x := randFloats(r, m*k, 1)
@@ -163,13 +189,13 @@ func newX16Case(t testing.TB, r *rand.Rand, n, k, m int) *x16Case {
 	c.q.quantize(aqQ8_0, x, m, k)
 	c.recs = make([]byte, x16Recs(m, k))
 	for i := range m {
-		packX16(c.recs, &c.q, i, m, k)
+		l.pack(c.recs, &c.q, i, m, k)
 	}
 	return c
 }
 
 // run computes Y (m×n) with kernel f, passes of 16 rows as the GEMM does.
-func (c *x16Case) run(f func([]byte, int, int, []byte, int, []float32, int)) []float32 {
+func (c *x16Case) run(f x16Kernel) []float32 {
 	nb := c.k / qk
 	y := make([]float32, c.m*c.n)
 	for i := 0; i < c.m; i += x16MaxM {
@@ -179,33 +205,50 @@ func (c *x16Case) run(f func([]byte, int, int, []byte, int, []float32, int)) []f
 	return y
 }
 
-// Both prefetch forms of the assembly (early or not: Intel's and the
-// others') against the Go, bit for bit.
-func TestQ4x16TwinMatchesGoBitForBit(t *testing.T) {
-	needCPU(t, q4x16Native, "x16 Q4_0 (AVX-512, amd64 assembly)")
-	defer func(e int) { x16Early = e }(x16Early)
-	for _, early := range []int{0, 1} {
-		x16Early = early
-		testQ4x16Twin(t)
+// goTwin is l's portable kernel.
+func goTwin(l *x16Layout) x16Kernel {
+	if l == x16Q8_0 {
+		return q8x16Go
+	}
+	return q4x16Go
+}
+
+// Both prefetch forms of each assembly kernel (early or not: Intel's and
+// the others') against the Go, bit for bit.
+func TestX16TwinsMatchGoBitForBit(t *testing.T) {
+	for _, l := range x16Layouts {
+		t.Run(l.recipe, func(t *testing.T) {
+			needCPU(t, l.native, "x16 kernels (AVX-512 VNNI, amd64 assembly)")
+			defer func(e int) { x16Early = e }(x16Early)
+			for _, early := range []int{0, 1} {
+				x16Early = early
+				testX16Twin(t, l)
+			}
+		})
 	}
 }
 
-func testQ4x16Twin(t *testing.T) {
+func testX16Twin(t *testing.T, l *x16Layout) {
 	r := rand.New(rand.NewPCG(16, 3))
 	for _, n := range []int{16, 48, 256} {
 		for _, k := range []int{32, 64, 1024, 3072} {
 			for _, m := range []int{1, 2, 3, 4, 8, 15, 16, 17, 33} {
-				c := newX16Case(t, r, n, k, m)
+				c := newX16Case(t, r, l, n, k, m)
 				if m == 3 {
-					// Records of any bytes: quants of −128 and extreme
-					// sums, which the quantizer never writes.
+					// Records and weights of any bytes: quants of −128
+					// and extreme sums, which the quantizer never writes.
 					for i := range c.recs {
 						if i%x16Rec < 32 {
 							c.recs[i] = byte(r.Uint32())
 						}
 					}
+					for i := range c.w {
+						if i%l.block() >= 32 {
+							c.w[i] = byte(r.Uint32())
+						}
+					}
 				}
-				got, want := c.run(q4x16), c.run(q4x16Go)
+				got, want := c.run(l.kernel), c.run(goTwin(l))
 				for i := range want {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("early %d n=%d k=%d m=%d: Y[%d][%d]: assembly %g, Go %g", x16Early, n, k, m, i/n, i%n, got[i], want[i])
@@ -216,100 +259,111 @@ func testQ4x16Twin(t *testing.T) {
 	}
 }
 
-// x16Tol is the tolerance of an x16 output against the plain Q4_0 kernels'
-// for the same quantized activation: both sum the same exact integer block
+// x16Tol is the tolerance of an x16 output against the plain kernels' for
+// the same quantized activation: both sum the same exact integer block
 // sums times the same float32 scales f16(d_w)·d_a, only in another order
 // (the plain forms split each block into 8 or 16 lanes of partial sums,
 // add them across blocks, then reduce the lanes). Each is within
 // γ_(nb+16) = (nb+16)·2^-24 of the exact sum relative to
-// S = Σ_b |d_w·d_a|·Σ_i |(q_w−8)·q_a| (the terms' products rounded once,
-// nb additions per lane, up to 16 more in the lane reduction), so they
+// S = Σ_b |d_w·d_a|·Σ_i |q_w·q_a| (the terms' products rounded once, nb
+// additions per lane, up to 16 more in the lane reduction), so they
 // differ by at most twice that; a bias adds one rounding to each.
 func x16Tol(c *x16Case, i, row int, y float64) float64 {
-	nb, rb := c.k/qk, c.k/qk*q4Block
+	nb, rb, bs := c.k/qk, c.k/qk*c.l.src, c.l.src
 	qs, d, _ := c.q.row(aqQ8_0, i, c.k)
 	w := c.plain[row*rb : row*rb+rb]
 	var s float64
 	for b := range nb {
 		var is float64
-		for j := range 16 {
-			q := w[b*q4Block+2+j]
-			is += math.Abs(float64((int(q&15)-8)*int(qs[b*qk+j]))) + math.Abs(float64((int(q>>4)-8)*int(qs[b*qk+16+j])))
+		for j := range 32 {
+			var q int
+			if c.l.dt == dtype.Q8_0 {
+				q = int(int8(w[b*bs+2+j]))
+			} else if j < 16 {
+				q = int(w[b*bs+2+j]&15) - 8
+			} else {
+				q = int(w[b*bs+2+j-16]>>4) - 8
+			}
+			is += math.Abs(float64(q * int(qs[b*qk+j])))
 		}
-		s += math.Abs(float64(f16le(w, b*q4Block)*d[b])) * is
+		s += math.Abs(float64(f16le(w, b*bs)*d[b])) * is
 	}
 	return 2*float64(nb+16)*0x1p-24*s + 0x1p-23*math.Abs(y) + 1e-30
 }
 
-func TestX16KernelsMatchPlainQ4_0(t *testing.T) {
+func TestX16KernelsMatchPlain(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 4))
 	h := newHarness(t, 2)
 	const n, k = 64, 1024
-	for _, tc := range []struct {
-		name, plain string
-		m           int
-	}{
-		{"gemv_q4_0_x16_f32", "gemv_q4_0_f32", 1},
-		{"gemv_q4_0_x16_silu_f32", "gemv_q4_0_silu_f32", 1},
-		{"simd_gemm_small_q4_0_x16_f32", "simd_gemm_small_q4_0_f32", 8},
-		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 1},
-		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 17},
-		{"simd_gemm_q4_0_x16_f32", "simd_gemm_q4_0_f32", 40},
-	} {
-		for _, bias := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s m=%d bias=%v equals %s to float32 summation order", tc.name, tc.m, bias, tc.plain), func(t *testing.T) {
-				c := newX16Case(t, r, n, k, tc.m)
-				silu := tc.name == "gemv_q4_0_x16_silu_f32"
-				var bs binds
-				x := randFloats(r, tc.m*k, 1)
-				if silu {
-					up := randFloats(r, k, 1)
-					bs = binds{"gate": f32bytes(x), "up": f32bytes(up)}
-					siluMul(x, up) // what both kernels quantize
-				} else {
-					bs = binds{"x": f32bytes(x)}
-				}
-				c.q.quantize(aqQ8_0, x, tc.m, k) // for the tolerance
-				bv := randFloats(r, n, 1)
-				if bias {
-					bs["bias"] = f32bytes(bv)
-				}
-				var p any = kernels.GEMVParams{N: n, K: k}
-				if tc.m > 1 || tc.name[0] == 's' {
-					p = kernels.GEMMParams{M: uint32(tc.m), N: n, K: k, LDA: k, LDC: n}
-				}
-				run := func(name string, w []byte) []float32 {
-					y := Alloc(4 * tc.m * n)
-					b := binds{"w": w, "y": y}
-					for key, v := range bs {
-						b[key] = v
+	for _, l := range x16Layouts {
+		dt := strings.ToLower(l.dt.String())
+		for _, tc := range []struct {
+			name, plain string
+			m           int
+		}{
+			{"gemv_%s_x16_f32", "gemv_%s_f32", 1},
+			{"gemv_%s_x16_silu_f32", "gemv_%s_silu_f32", 1},
+			{"simd_gemm_small_%s_x16_f32", "simd_gemm_small_%s_f32", 8},
+			{"simd_gemm_%s_x16_f32", "simd_gemm_%s_f32", 1},
+			{"simd_gemm_%s_x16_f32", "simd_gemm_%s_f32", 17},
+			{"simd_gemm_%s_x16_f32", "simd_gemm_%s_f32", 40},
+		} {
+			name, plain := fmt.Sprintf(tc.name, dt), fmt.Sprintf(tc.plain, dt)
+			for _, bias := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s m=%d bias=%v equals %s to float32 summation order", name, tc.m, bias, plain), func(t *testing.T) {
+					c := newX16Case(t, r, l, n, k, tc.m)
+					silu := strings.Contains(name, "_silu")
+					var bs binds
+					x := randFloats(r, tc.m*k, 1)
+					if silu {
+						up := randFloats(r, k, 1)
+						bs = binds{"gate": f32bytes(x), "up": f32bytes(up)}
+						siluMul(x, up) // what both kernels quantize
+					} else {
+						bs = binds{"x": f32bytes(x)}
 					}
-					h.run(name, p, consts{"has_bias": b2u(bias)}, b)
-					return f32s(y)
-				}
-				got, want := run(tc.name, c.w), run(tc.plain, c.plain)
-				for i := range tc.m {
-					for row := range n {
-						g, w := float64(got[i*n+row]), float64(want[i*n+row])
-						if tol := x16Tol(c, i, row, w); math.Abs(g-w) > tol {
-							t.Fatalf("Y[%d][%d]: x16 %g, plain %g (tolerance %g)", i, row, g, w, tol)
+					c.q.quantize(aqQ8_0, x, tc.m, k) // for the tolerance
+					bv := randFloats(r, n, 1)
+					if bias {
+						bs["bias"] = f32bytes(bv)
+					}
+					var p any = kernels.GEMVParams{N: n, K: k}
+					if tc.m > 1 || name[0] == 's' {
+						p = kernels.GEMMParams{M: uint32(tc.m), N: n, K: k, LDA: k, LDC: n}
+					}
+					run := func(name string, w []byte) []float32 {
+						y := Alloc(4 * tc.m * n)
+						b := binds{"w": w, "y": y}
+						for key, v := range bs {
+							b[key] = v
+						}
+						h.run(name, p, consts{"has_bias": b2u(bias)}, b)
+						return f32s(y)
+					}
+					got, want := run(name, c.w), run(plain, c.plain)
+					for i := range tc.m {
+						for row := range n {
+							g, w := float64(got[i*n+row]), float64(want[i*n+row])
+							if tol := x16Tol(c, i, row, w); math.Abs(g-w) > tol {
+								t.Fatalf("Y[%d][%d]: x16 %g, plain %g (tolerance %g)", i, row, g, w, tol)
+							}
 						}
 					}
-				}
-				// The command, with the Go twin in the assembly's place,
-				// gives the same bits.
-				if q4x16Native {
-					native := q4x16
-					q4x16 = q4x16Go
-					goY := run(tc.name, c.w)
-					q4x16 = native
-					for i := range goY {
-						if math.Float32bits(goY[i]) != math.Float32bits(got[i]) {
-							t.Fatalf("element %d: assembly %g, Go twin %g", i, got[i], goY[i])
+					// The command, with the Go twin in the assembly's
+					// place, gives the same bits.
+					if l.native {
+						native := l.kernel
+						l.kernel = goTwin(l)
+						goY := run(name, c.w)
+						l.kernel = native
+						for i := range goY {
+							if math.Float32bits(goY[i]) != math.Float32bits(got[i]) {
+								t.Fatalf("element %d: assembly %g, Go twin %g", i, got[i], goY[i])
+							}
 						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
@@ -318,18 +372,21 @@ func TestBoundX16GEMMDoesNotAllocate(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 5))
 	h := newHarness(t, 2)
 	const m, n, k = 8, 256, 1024
-	c := newX16Case(t, r, n, k, 1)
-	x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
-	for _, name := range []string{"simd_gemm_q4_0_x16_f32", "gemv_q4_0_x16_f32"} {
-		var e *Exec
-		if name[0] == 's' {
-			e = h.bind(name, kernels.GEMMParams{M: m, N: n, K: k, LDA: k, LDC: n}, consts{"has_bias": 1},
-				binds{"w": c.w, "x": x, "y": y, "bias": f32bytes(randFloats(r, n, 1))})
-		} else {
-			e = h.bind(name, kernels.GEMVParams{N: n, K: k}, nil, binds{"w": c.w, "x": x, "y": y})
-		}
-		if a := testing.AllocsPerRun(20, e.Run); a != 0 {
-			t.Errorf("%s: %v allocations per run, want 0", name, a)
+	for _, l := range x16Layouts {
+		c := newX16Case(t, r, l, n, k, 1)
+		x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+		dt := strings.ToLower(l.dt.String())
+		for _, name := range []string{"simd_gemm_" + dt + "_x16_f32", "gemv_" + dt + "_x16_f32"} {
+			var e *Exec
+			if name[0] == 's' {
+				e = h.bind(name, kernels.GEMMParams{M: m, N: n, K: k, LDA: k, LDC: n}, consts{"has_bias": 1},
+					binds{"w": c.w, "x": x, "y": y, "bias": f32bytes(randFloats(r, n, 1))})
+			} else {
+				e = h.bind(name, kernels.GEMVParams{N: n, K: k}, nil, binds{"w": c.w, "x": x, "y": y})
+			}
+			if a := testing.AllocsPerRun(20, e.Run); a != 0 {
+				t.Errorf("%s: %v allocations per run, want 0", name, a)
+			}
 		}
 	}
 }
@@ -380,15 +437,17 @@ func TestPackRecsMatchesPortable(t *testing.T) {
 			d[b] = float32(r.NormFloat64())
 		}
 		step := 3 * x16Rec
-		got, want := make([]byte, nb*step), make([]byte, nb*step)
-		for i := range got {
-			got[i], want[i] = 0xa5, 0xa5
-		}
-		packRecs(got, step, qs, d)
-		packRecsGo(want, step, qs, d)
-		for i := range got {
-			if got[i] != want[i] {
-				t.Fatalf("nb %d: byte %d (record %d, offset %d) = %#x, portable %#x", nb, i, i/step, i%step, got[i], want[i])
+		for _, bias := range []int32{-8, -128} {
+			got, want := make([]byte, nb*step), make([]byte, nb*step)
+			for i := range got {
+				got[i], want[i] = 0xa5, 0xa5
+			}
+			packRecs(got, step, qs, d, bias)
+			packRecsGo(want, step, qs, d, bias)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nb %d bias %d: byte %d (record %d, offset %d) = %#x, portable %#x", nb, bias, i, i/step, i%step, got[i], want[i])
+				}
 			}
 		}
 	}
@@ -403,7 +462,7 @@ func TestGEMMsShareAPreparedInput(t *testing.T) {
 	r := rand.New(rand.NewPCG(17, 6))
 	const n, k, lda = 32, 256, 264
 	const name = "simd_gemm_small_q4_0_x16_f32"
-	w1, w2 := newX16Case(t, r, n, k, 1).w, newX16Case(t, r, n, k, 1).w
+	w1, w2 := newX16Case(t, r, x16Q4_0, n, k, 1).w, newX16Case(t, r, x16Q4_0, n, k, 1).w
 	alone := func(w, x []byte, m int) []float32 {
 		h := newHarness(t, 2)
 		y := Alloc(4 * m * n)

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// The x16 kernel (q4x16Go in x16.go) in AVX-512 VNNI: a group of sixteen
-// q4_0x16 weight rows against up to sixteen activation rows, one 512-bit
+// The x16 kernels (q4x16Go and q8x16Go in x16.go) in AVX-512 VNNI. The
+// q4_0x16 one: a group of sixteen q4_0x16 weight rows against up to sixteen activation rows, one 512-bit
 // lane per weight row. Per block, the group's nibbles are unpacked once
 // (four 64-byte loads, dword j of every row: low nibbles elements
 // 4j..4j+3, high nibbles 16+4j..16+4j+3) into eight registers; each
@@ -157,6 +157,132 @@ x16block:
 
 x16next:
 	ADDQ $288, SI
+	ADDQ BX, DI
+	DECQ CX
+	JNZ  x16block
+
+	MOVQ R9, R10
+	X16STORE(0, Z16)
+	X16STORE(1, Z17)
+	X16STORE(2, Z18)
+	X16STORE(3, Z19)
+	X16STORE(4, Z20)
+	X16STORE(5, Z21)
+	X16STORE(6, Z22)
+	X16STORE(7, Z23)
+	X16STORE(8, Z24)
+	X16STORE(9, Z25)
+	X16STORE(10, Z26)
+	X16STORE(11, Z27)
+	X16STORE(12, Z28)
+	X16STORE(13, Z29)
+	X16STORE(14, Z30)
+	VMOVUPS Z31, (R10)
+
+x16stored:
+	ADDQ $64, R9
+	DECQ R8
+	JNZ  x16group
+	VZEROUPPER
+	RET
+
+// The q8_0x16 kernel (q8x16Go) is the same loop over 544-byte blocks: the
+// eight dwords of a block's sixteen rows are loaded as they are (the
+// flipped quants, q + 128) into Z0–Z7, and the records' −128·Σq start the
+// lanes. X16ROW, X16ROWN and X16STORE serve it unchanged.
+
+// Q8PREFETCH and Q8EARLY are X16PREFETCH and X16EARLY over a 544-byte
+// block (nine lines).
+#define Q8PREFETCH \
+	PREFETCHT0 PFD(SI); \
+	PREFETCHT0 PFD+64(SI); \
+	PREFETCHT0 PFD+128(SI); \
+	PREFETCHT0 PFD+192(SI); \
+	PREFETCHT0 PFD+256(SI); \
+	PREFETCHT0 PFD+320(SI); \
+	PREFETCHT0 PFD+384(SI); \
+	PREFETCHT0 PFD+448(SI); \
+	PREFETCHT0 PFD+512(SI)
+
+#define Q8EARLY \
+	CMPQ early+56(FP), $0; \
+	JEQ  x16late; \
+	PREFETCHT2 PFD(SI); \
+	PREFETCHT2 PFD+64(SI); \
+	PREFETCHT2 PFD+128(SI); \
+	PREFETCHT2 PFD+192(SI); \
+	PREFETCHT2 PFD+256(SI); \
+	PREFETCHT2 PFD+320(SI); \
+	PREFETCHT2 PFD+384(SI); \
+	PREFETCHT2 PFD+448(SI); \
+	PREFETCHT2 PFD+512(SI); \
+x16late:
+
+// func q8x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, early int)
+//
+// As q4x16VNNI, over the q8_0x16 layout.
+TEXT ·q8x16VNNI(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), SI
+	MOVQ ng+16(FP), R8
+	MOVQ a+24(FP), R12
+	MOVQ mc+32(FP), DX
+	MOVQ y+40(FP), R9
+	MOVQ ldy+48(FP), R11
+	SHLQ $2, R11
+	IMUL3Q $40, DX, BX
+
+x16group:
+	MOVQ nb+8(FP), CX
+	MOVQ R12, DI
+	VPXORD Z16, Z16, Z16
+	VMOVDQA64 Z16, Z17
+	VMOVDQA64 Z16, Z18
+	VMOVDQA64 Z16, Z19
+	VMOVDQA64 Z16, Z20
+	VMOVDQA64 Z16, Z21
+	VMOVDQA64 Z16, Z22
+	VMOVDQA64 Z16, Z23
+	VMOVDQA64 Z16, Z24
+	VMOVDQA64 Z16, Z25
+	VMOVDQA64 Z16, Z26
+	VMOVDQA64 Z16, Z27
+	VMOVDQA64 Z16, Z28
+	VMOVDQA64 Z16, Z29
+	VMOVDQA64 Z16, Z30
+	VMOVDQA64 Z16, Z31
+
+x16block:
+	Q8EARLY
+	VCVTPH2PS (SI), Z14
+	VMOVDQU64 32(SI), Z0
+	VMOVDQU64 96(SI), Z1
+	VMOVDQU64 160(SI), Z2
+	VMOVDQU64 224(SI), Z3
+	VMOVDQU64 288(SI), Z4
+	VMOVDQU64 352(SI), Z5
+	VMOVDQU64 416(SI), Z6
+	VMOVDQU64 480(SI), Z7
+	MOVQ DI, R13
+	X16ROWN(0, Z16, Z8, Z9)
+	X16ROWN(1, Z17, Z10, Z11)
+	X16ROWN(2, Z18, Z8, Z9)
+	Q8PREFETCH
+	X16ROWN(3, Z19, Z10, Z11)
+	X16ROWN(4, Z20, Z8, Z9)
+	X16ROWN(5, Z21, Z10, Z11)
+	X16ROWN(6, Z22, Z8, Z9)
+	X16ROWN(7, Z23, Z10, Z11)
+	X16ROWN(8, Z24, Z8, Z9)
+	X16ROWN(9, Z25, Z10, Z11)
+	X16ROWN(10, Z26, Z8, Z9)
+	X16ROWN(11, Z27, Z10, Z11)
+	X16ROWN(12, Z28, Z8, Z9)
+	X16ROWN(13, Z29, Z10, Z11)
+	X16ROWN(14, Z30, Z8, Z9)
+	X16ROW(Z31, Z10, Z11)
+
+x16next:
+	ADDQ $544, SI
 	ADDQ BX, DI
 	DECQ CX
 	JNZ  x16block
