@@ -43,8 +43,14 @@ const (
 // and out_count patch kinds, KV caches of several sequence slots and
 // repacked weights: a plan that has any of them needs 2. Format 4 added
 // embedding programs: a plan with one needs 4. Format 5 added KV caches in
-// Q8_0 and F32: a plan with one needs 5.
+// Q8_0 and F32: a plan with one needs 5. Format 6 added the repacked
+// layout q8_0x16: a plan with one needs 6.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Buffers {
+		if p.Buffers[i].Recipe == RecipeRepackPrefix+"q8_0x16" {
+			return 6
+		}
+	}
 	for i := range p.Buffers {
 		if b := &p.Buffers[i]; b.Kind == BufKV && !strings.EqualFold(b.DType, "f16") {
 			return 5

@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 5
+	FormatVersion = 6
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -92,7 +92,7 @@ type Tuning struct {
 	// logits: the io logits buffer holds OutRows rows.
 	OutRows uint32
 	// Repack (format 2) lists the weight layouts the compiler repacked
-	// weights into for the target's backend ("q4_0x16").
+	// weights into for the target's backend ("q4_0x16", "q8_0x16").
 	Repack []string
 }
 
