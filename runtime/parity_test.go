@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -296,28 +297,32 @@ func TestLowBitParityWithLlamaCpp(t *testing.T) {
 	}
 }
 
-// A target that repacks Q4_0 (cpu-avx512: the x16 layout and kernels, in
-// decode and batches alike) holds to llama.cpp as GGUF's layout does.
-func TestRepackedQ4_0ParityWithLlamaCpp(t *testing.T) {
-	for _, arch := range []string{"llama", "qwen3", "gemma3"} {
-		t.Run(arch+" q4_0 repacked matches llama.cpp", func(t *testing.T) {
-			model := synthModel(t, arch, dtype.Q4_0)
-			plan := compile(t, model, "cpu-avx512:2")
-			p, err := plans.ReadFile(plan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			repacked := 0
-			for _, b := range p.Buffers {
-				if b.Recipe == "repack:q4_0x16" {
-					repacked++
+// A target that repacks Q4_0 and Q8_0 (cpu-avx512: the x16 layouts and
+// kernels, in decode and batches alike) holds to llama.cpp as GGUF's
+// layout does.
+func TestRepackedParityWithLlamaCpp(t *testing.T) {
+	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q8_0} {
+		layout := strings.ToLower(dt.String()) + "x16"
+		for _, arch := range []string{"llama", "qwen3", "gemma3"} {
+			t.Run(arch+" "+layout+" matches llama.cpp", func(t *testing.T) {
+				model := synthModel(t, arch, dt)
+				plan := compile(t, model, "cpu-avx512:2")
+				p, err := plans.ReadFile(plan)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if repacked == 0 {
-				t.Fatal("the plan repacks nothing")
-			}
-			steps, d := parity(t, plan, model, "Hello world, this is a test", 32, parityTol[dtype.Q4_0])
-			t.Logf("%s q4_0, %d repacked weights: %d steps, max |Δ|/max|logit| = %.2g", arch, repacked, steps, d)
-		})
+				repacked := 0
+				for _, b := range p.Buffers {
+					if b.Recipe == "repack:"+layout {
+						repacked++
+					}
+				}
+				if repacked == 0 {
+					t.Fatal("the plan repacks nothing")
+				}
+				steps, d := parity(t, plan, model, "Hello world, this is a test", 32, parityTol[dt])
+				t.Logf("%s %s, %d repacked weights: %d steps, max |Δ|/max|logit| = %.2g", arch, layout, repacked, steps, d)
+			})
+		}
 	}
 }
