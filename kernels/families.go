@@ -121,7 +121,7 @@ var (
 
 // repacked are the weight types with a 16-row interleaved layout (X16), for
 // the CPU (F32 activations): the recipe repack:<dtype>x16 builds it.
-var repacked = []dtype.Type{dtype.Q4_0, dtype.Q8_0}
+var repacked = []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K}
 
 // RepackRecipe is the derived-buffer recipe of dt's X16 layout
 // ("repack:q4_0x16"), "" for a type without one.

@@ -69,7 +69,7 @@ func (g *gemv) prepare(e *Exec) error {
 		if err := checkX16(g.wt, g.act, n); err != nil {
 			return err
 		}
-		e.b.scratch.x16 = growBytes(e.b.scratch.x16, x16Recs(1, k))
+		e.b.scratch.x16 = growBytes(e.b.scratch.x16, g.x16.recs(1, k))
 	}
 	s := &e.b.scratch
 	s.f = grow(s.f, 2*k)
@@ -137,7 +137,7 @@ func (g *gemv) do(wk, i0, i1 int) {
 	if g.x16 != nil { // items are groups of 16 rows
 		gb := x16Rows * rb
 		y := f32s(g.yb)
-		g.x16.kernel(g.w[i0*gb:i1*gb], k/qk, i1-i0, g.e.b.scratch.x16, 1, y[i0*x16Rows:], 0)
+		g.x16.kernel(g.w[i0*gb:i1*gb], k/g.x16.bk, i1-i0, g.e.b.scratch.x16, 1, y[i0*x16Rows:], 0)
 		if g.bias {
 			addBias(y[i0*x16Rows:i1*x16Rows], g.bb[i0*x16Rows:i1*x16Rows])
 		}
@@ -252,7 +252,7 @@ func (g *gemm) prepare(e *Exec) error {
 		if err := checkX16(g.wt, g.act, n); err != nil {
 			return err
 		}
-		s.x16 = growBytes(s.x16, x16Recs(m, k))
+		s.x16 = growBytes(s.x16, g.x16.recs(m, k))
 	}
 	s.f = grow(s.f, m*k)
 	if g.wt.q != nil {
@@ -444,16 +444,17 @@ func (g *gemm) do(w, i0, i1 int) {
 // while its weights are in cache.
 func (g *gemm) doX16(i0, i1 int) {
 	m, k, ldc := int(g.p.M), int(g.p.K), int(g.p.LDC)
-	nb, gb := k/qk, x16Rows*g.rb
+	l := g.x16
+	nb, gb := k/l.bk, x16Rows*g.rb
 	y, a := f32s(g.yb), g.e.b.scratch.x16
 	step := i1 - i0
-	if m > x16MaxM {
+	if m > l.maxM {
 		step = 1
 	}
 	for g0 := i0; g0 < i1; g0 += step {
-		for c := 0; c < m; c += x16MaxM {
-			mc := min(x16MaxM, m-c)
-			g.x16.kernel(g.w[g0*gb:(g0+step)*gb], nb, step, a[c*nb*x16Rec:], mc, y[c*ldc+g0*x16Rows:], ldc)
+		for c := 0; c < m; c += l.maxM {
+			mc := min(l.maxM, m-c)
+			l.kernel(g.w[g0*gb:(g0+step)*gb], nb, step, a[c*nb*l.rec:], mc, y[c*ldc+g0*x16Rows:], ldc)
 		}
 	}
 	if g.bias {

@@ -12,19 +12,22 @@ import (
 )
 
 // The x16 weight layouts and their kernels (docs/formats.md#q4_0x16,
-// #q8_0x16): Q4_0 or Q8_0 rows interleaved sixteen at a time, so that a
-// 512-bit register holds the same four bytes of sixteen rows and each
-// int32 lane sums a whole 32-element block of one row. The plain tiles'
+// #q8_0x16, #q4_kx16): Q4_0, Q8_0 or Q4_K rows interleaved sixteen at a
+// time, so that a 512-bit register holds the same four bytes of sixteen
+// rows and each int32 lane sums a whole 32-element block of one row. The plain tiles'
 // lanes hold sums of four products, so every (weight row, activation
 // row, block pair) paid a conversion, a scale spread and an FMA; here one
 // conversion and one scale serve a block of sixteen rows.
 
 const (
-	x16Rows = 16     // weight rows per group
-	x16Rec  = qk + 8 // bytes of one activation record: 32 quants, float32 d, int32 bias·Σq
-	x16MaxM = 16     // activation rows per pass of the kernels (their accumulators)
-	q4Block = 18     // bytes of a Q4_0 block: f16 d, 16 bytes of nibbles
-	q8Block = 34     // bytes of a Q8_0 block: f16 d, 32 int8 quants
+	x16Rows  = 16     // weight rows per group
+	x16Rec   = qk + 8 // bytes of a Q8_0 activation record: 32 quants, float32 d, int32 bias·Σq
+	x16MaxM  = 16     // activation rows per pass of the Q4_0 and Q8_0 kernels (their accumulators)
+	x16KRec  = 288    // bytes of a Q8_K activation record: 256 quants, float32 d, 8 int16 sub-block sums, padding
+	x16KMaxM = 8      // activation rows per pass of the Q4_K kernel
+	q4Block  = 18     // bytes of a Q4_0 block: f16 d, 16 bytes of nibbles
+	q8Block  = 34     // bytes of a Q8_0 block: f16 d, 32 int8 quants
+	q4KBlock = 144    // bytes of a Q4_K super-block: f16 d, f16 dmin, 12 bytes of scales, 128 of nibbles
 )
 
 // x16Kernel is an x16 kernel: ng groups of w (each nb blocks) against one
@@ -33,19 +36,27 @@ const (
 type x16Kernel func(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int)
 
 // x16Layout is one weight type's x16 layout: for each group of 16 rows
-// and each block b in order, the 16 rows' f16 scales of block b, then for
-// dword j = 0 .. dwords−1 the bytes qs[4j:4j+4] of block b of each row in
-// turn, each XORed with flip. The kernels meet those bytes as unsigned
-// (VPDPBUSD), so the activation record carries bias·Σq_a, which starts
-// each lane's integer sum: Q4_0's nibbles are q + 8 (bias −8), Q8_0's
-// flipped int8 quants q + 128 (bias −128).
+// and each block b in order, for each of the block's leading f16 fields
+// (d; Q4_K's d and dmin) the 16 rows' values, then for each dword j of
+// the rest of the block (quants; Q4_K's scales, then its nibbles) the
+// bytes [4j:4j+4] of each row in turn, the quants XORed with flip. The
+// kernels meet the quants as unsigned (VPDPBUSD), so a Q8_0 activation
+// record carries bias·Σq_a, which starts each lane's integer sum: Q4_0's
+// nibbles are q + 8 (bias −8), Q8_0's flipped int8 quants q + 128 (bias
+// −128). Q4_K's nibbles are its unsigned q (its minimum is a term of its
+// own), met with Q8_K records (packK).
 type x16Layout struct {
 	dt     dtype.Type
 	recipe string
-	src    int   // bytes of a source block: f16 d, then the quants
-	dwords int   // dwords of quants in a source block
-	flip   byte  // XORed into each quant byte
-	bias   int32 // the record's multiple of Σq_a
+	aq     actQuant // the activation's quantization
+	bk     int      // elements of a block
+	src    int      // bytes of a source block
+	halves int      // its leading f16 fields
+	dwords int      // the dwords after them
+	flip   byte     // XORed into each quant byte (Q4_0, Q8_0)
+	bias   int32    // a Q8_0 record's multiple of Σq_a
+	rec    int      // bytes of an activation record
+	maxM   int      // activation rows per pass of the kernel
 	kernel x16Kernel
 	native bool // kernel is an assembly twin (tests)
 }
@@ -54,13 +65,18 @@ type x16Layout struct {
 func (l *x16Layout) block() int { return x16Rows * l.src }
 
 var (
-	x16Q4_0 = &x16Layout{dt: dtype.Q4_0, recipe: kernels.RepackRecipe(dtype.Q4_0), src: q4Block, dwords: 4, bias: -8, kernel: q4x16Go}
-	x16Q8_0 = &x16Layout{dt: dtype.Q8_0, recipe: kernels.RepackRecipe(dtype.Q8_0), src: q8Block, dwords: 8, flip: 0x80, bias: -128, kernel: q8x16Go}
+	x16Q4_0 = &x16Layout{dt: dtype.Q4_0, recipe: kernels.RepackRecipe(dtype.Q4_0), aq: aqQ8_0, bk: qk, src: q4Block,
+		halves: 1, dwords: 4, bias: -8, rec: x16Rec, maxM: x16MaxM, kernel: q4x16Go}
+	x16Q8_0 = &x16Layout{dt: dtype.Q8_0, recipe: kernels.RepackRecipe(dtype.Q8_0), aq: aqQ8_0, bk: qk, src: q8Block,
+		halves: 1, dwords: 8, flip: 0x80, bias: -128, rec: x16Rec, maxM: x16MaxM, kernel: q8x16Go}
+	x16Q4_K = &x16Layout{dt: dtype.Q4_K, recipe: kernels.RepackRecipe(dtype.Q4_K), aq: aqQ8_K, bk: qkK, src: q4KBlock,
+		halves: 2, dwords: 35, rec: x16KRec, maxM: x16KMaxM, kernel: q4kx16Go}
+	x16All = []*x16Layout{x16Q4_0, x16Q8_0, x16Q4_K}
 )
 
 // x16Of is the x16 layout of weight type dt, nil for a type without one.
 func x16Of(dt dtype.Type) *x16Layout {
-	for _, l := range []*x16Layout{x16Q4_0, x16Q8_0} {
+	for _, l := range x16All {
 		if l.dt == dt {
 			return l
 		}
@@ -71,7 +87,7 @@ func x16Of(dt dtype.Type) *x16Layout {
 // x16ByRecipe is the x16 layout a repack recipe builds, nil for another
 // recipe.
 func x16ByRecipe(recipe string) *x16Layout {
-	for _, l := range []*x16Layout{x16Q4_0, x16Q8_0} {
+	for _, l := range x16All {
 		if recipe != "" && l.recipe == recipe {
 			return l
 		}
@@ -87,26 +103,33 @@ func RepackQ4_0x16(dst, src []byte, k int) error { return x16Q4_0.repack(dst, sr
 // multiple of 16 rows) into dst (the same size) in the q8_0x16 layout.
 func RepackQ8_0x16(dst, src []byte, k int) error { return x16Q8_0.repack(dst, src, k) }
 
+// RepackQ4_Kx16 writes the Q4_K matrix src (rows of k elements, a
+// multiple of 16 rows) into dst (the same size) in the q4_kx16 layout.
+func RepackQ4_Kx16(dst, src []byte, k int) error { return x16Q4_K.repack(dst, src, k) }
+
 func (l *x16Layout) repack(dst, src []byte, k int) error {
 	name := "repack " + l.recipe[len("repack:"):]
-	if k <= 0 || k%qk != 0 {
-		return fmt.Errorf("cpu: %s: rows of %d elements are not whole blocks of %d: %w", name, k, qk, ErrUnsupported)
+	if k <= 0 || k%l.bk != 0 {
+		return fmt.Errorf("cpu: %s: rows of %d elements are not whole blocks of %d: %w", name, k, l.bk, ErrUnsupported)
 	}
-	nb := k / qk
+	nb := k / l.bk
 	rb, bb := nb*l.src, l.block()
 	if len(src)%(x16Rows*rb) != 0 || len(dst) != len(src) {
 		return fmt.Errorf("cpu: %s: %d bytes into %d are not whole groups of 16 rows of %d bytes: %w", name, len(src), len(dst), rb, ErrUnsupported)
 	}
+	h := 2 * l.halves // bytes of the f16 fields of a row's block
 	for g := 0; g < len(src); g += x16Rows * rb {
 		for b := range nb {
 			out := dst[g+b*bb : g+b*bb+bb]
 			for r := range x16Rows {
 				blk := src[g+r*rb+b*l.src : g+r*rb+b*l.src+l.src]
-				out[2*r], out[2*r+1] = blk[0], blk[1]
+				for f := range l.halves {
+					out[32*f+2*r], out[32*f+2*r+1] = blk[2*f], blk[2*f+1]
+				}
 				for j := range l.dwords {
-					o := 32 + 64*j + 4*r
+					o := 32*l.halves + 64*j + 4*r
 					for e := range 4 {
-						out[o+e] = blk[2+4*j+e] ^ l.flip
+						out[o+e] = blk[h+4*j+e] ^ l.flip
 					}
 				}
 			}
@@ -153,18 +176,36 @@ func (l *x16Layout) derive(b *Backend, srcs []device.Buffer, size, k int) (devic
 // so the kernel finds every row's record at a constant step from the
 // block's.
 
-// x16Recs is the bytes of the records of m rows of k elements.
-func x16Recs(m, k int) int { return m * (k / qk) * x16Rec }
+// recs is the bytes of the records of m rows of k elements.
+func (l *x16Layout) recs(m, k int) int { return m * (k / l.bk) * l.rec }
 
-// pack writes the records of row i (of m) of q's Q8_0 activation into a:
-// its pass is rows i&^15 .. min(m, that+16).
+// pack writes the records of row i (of m) of q's activation into a: its
+// pass is rows i − i%maxM .. min(m, that+maxM).
 func (l *x16Layout) pack(a []byte, q *q8act, i, m, k int) {
-	nb := k / qk
-	c := i &^ (x16MaxM - 1)
-	mc := min(x16MaxM, m-c)
-	base := c*nb*x16Rec + (i-c)*x16Rec
-	qs, d, _ := q.row(aqQ8_0, i, k)
-	packRecs(a[base:], mc*x16Rec, qs, d[:nb], l.bias)
+	nb := k / l.bk
+	c := i - i%l.maxM
+	mc := min(l.maxM, m-c)
+	base := c*nb*l.rec + (i-c)*l.rec
+	qs, d, s := q.row(l.aq, i, k)
+	if l.aq == aqQ8_K {
+		packRecsK(a[base:], mc*l.rec, qs, d[:nb], s)
+		return
+	}
+	packRecs(a[base:], mc*l.rec, qs, d[:nb], l.bias)
+}
+
+// packRecsK writes one row's Q8_K records, record b at a[b·step:]: the
+// 256 quants of super-block b, d[b], then the eight sums of its 32-element
+// sub-blocks as int16 (bs holds the sums of 16, exact in float32).
+func packRecsK(a []byte, step int, qs []int8, d, bs []float32) {
+	for b := range d {
+		rec := a[b*step : b*step+x16KRec]
+		copy(rec[:qkK], unsafe.Slice((*byte)(unsafe.Pointer(&qs[b*qkK])), qkK))
+		binary.LittleEndian.PutUint32(rec[256:], math.Float32bits(d[b]))
+		for j := range 8 {
+			binary.LittleEndian.PutUint16(rec[260+2*j:], uint16(int16(bs[16*b+2*j]+bs[16*b+2*j+1])))
+		}
+	}
 }
 
 // packRecs writes one row's records, record b at a[b·step:]: the quants
@@ -276,6 +317,49 @@ func q8x16Go(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 				}
 			}
 			copy(y[j*ldy+x16Rows*g:j*ldy+x16Rows*g+x16Rows], acc[:])
+		}
+	}
+}
+
+// q4kx16Go is the q4_kx16 kernel (x16Kernel; 2304 bytes a super-block,
+// Q8_K records, mc ≤ 8): each output is dotQ4_KGo's, bit for bit (the
+// same exact integer sums, the same float steps in the same order).
+func q4kx16Go(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
+	const bb = x16Rows * q4KBlock
+	for g := range ng {
+		wg := w[g*nb*bb : (g+1)*nb*bb]
+		for j := range mc {
+			var acc, accm [x16Rows]float32
+			for b := range nb {
+				blk := wg[b*bb : b*bb+bb]
+				rec := a[(b*mc+j)*x16KRec : (b*mc+j)*x16KRec+x16KRec]
+				da := math.Float32frombits(binary.LittleEndian.Uint32(rec[256:]))
+				for r := range x16Rows {
+					var sc [12]byte
+					for s := range 3 {
+						copy(sc[4*s:4*s+4], blk[64+64*s+4*r:])
+					}
+					var sumi, summ int32
+					for sub := range 8 {
+						scale, m := dtype.ScaleMinK4(sub, sc[:])
+						c, shift := sub/2, 4*(sub%2)
+						var sum int32
+						for dw := range 8 {
+							q := blk[256+64*(8*c+dw)+4*r : 256+64*(8*c+dw)+4*r+4]
+							for e, v := range q {
+								sum += int32(v>>shift&0xf) * int32(int8(rec[32*sub+4*dw+e]))
+							}
+						}
+						sumi += int32(scale) * sum
+						summ += int32(m) * int32(int16(binary.LittleEndian.Uint16(rec[260+2*sub:])))
+					}
+					acc[r] += float32(float32(da*f16le(blk, 2*r)) * float32(sumi))
+					accm[r] += float32(float32(da*f16le(blk, 32+2*r)) * float32(summ))
+				}
+			}
+			for r := range x16Rows {
+				y[j*ldy+x16Rows*g+r] = acc[r] - accm[r]
+			}
 		}
 	}
 }

@@ -11,12 +11,16 @@ func q4x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.
 func q8x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, early int)
 
 //go:noescape
+func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, scratch unsafe.Pointer)
+
+//go:noescape
 func cpuidVendor() (ebx, edx, ecx uint32)
 
 func init() {
 	if haveVNNI {
 		x16Q4_0.kernel, x16Q4_0.native = q4x16Asm, true
 		x16Q8_0.kernel, x16Q8_0.native = q8x16Asm, true
+		x16Q4_K.kernel, x16Q4_K.native = q4kx16Asm, true
 	}
 	// On Intel CPUs every pass asks for its weights into L2 ahead
 	// (x16_amd64.s, X16EARLY, has the figures: Sapphire Rapids gains
@@ -27,29 +31,37 @@ func init() {
 }
 
 // x16Check holds an assembly x16 kernel's slices to what it reads and
-// writes (bb bytes a block), so the kernel stays inside them; it reports
-// whether there is work.
-func x16Check(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy, bb int) bool {
+// writes (layout l), so the kernel stays inside them; it reports whether
+// there is work.
+func x16Check(l *x16Layout, w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) bool {
 	if nb <= 0 || ng <= 0 || mc <= 0 {
 		return false
 	}
-	if mc > x16MaxM {
-		panic("cpu: x16: more than 16 activation rows in a pass")
+	if mc > l.maxM {
+		panic("cpu: x16: more activation rows in a pass than the kernel holds")
 	}
-	_, _, _ = w[ng*nb*bb-1], a[nb*mc*x16Rec-1], y[(mc-1)*ldy+ng*x16Rows-1]
+	_, _, _ = w[ng*nb*l.block()-1], a[nb*mc*l.rec-1], y[(mc-1)*ldy+ng*x16Rows-1]
 	return true
 }
 
 // q4x16Asm is q4x16Go in AVX-512 VNNI (x16_amd64.s), bit for bit.
 func q4x16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
-	if x16Check(w, nb, ng, a, mc, y, ldy, x16Rows*q4Block) {
+	if x16Check(x16Q4_0, w, nb, ng, a, mc, y, ldy) {
 		q4x16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy, x16Early)
 	}
 }
 
 // q8x16Asm is q8x16Go in AVX-512 VNNI (x16_amd64.s), bit for bit.
 func q8x16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
-	if x16Check(w, nb, ng, a, mc, y, ldy, x16Rows*q8Block) {
+	if x16Check(x16Q8_0, w, nb, ng, a, mc, y, ldy) {
 		q8x16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy, x16Early)
+	}
+}
+
+// q4kx16Asm is q4kx16Go in AVX-512 VNNI (x16k_amd64.s), bit for bit.
+func q4kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
+	if x16Check(x16Q4_K, w, nb, ng, a, mc, y, ldy) {
+		var scratch [x16KMaxM * 2 * x16Rows]float32 // acc and accm of each row
+		q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy, unsafe.Pointer(&scratch))
 	}
 }

@@ -16,22 +16,24 @@ import (
 )
 
 // x16Layouts are the layouts the tests run over.
-var x16Layouts = []*x16Layout{x16Q4_0, x16Q8_0}
+var x16Layouts = x16All
 
 // unrepack is l.repack's inverse: the x16 bytes src (rows of k elements)
 // back in plain rows.
 func unrepack(l *x16Layout, dst, src []byte, k int) {
-	nb := k / qk
+	nb := k / l.bk
 	rb, bb := nb*l.src, l.block()
 	for g := 0; g < len(src); g += x16Rows * rb {
 		for b := range nb {
 			in := src[g+b*bb : g+b*bb+bb]
 			for r := range x16Rows {
 				blk := dst[g+r*rb+b*l.src : g+r*rb+b*l.src+l.src]
-				blk[0], blk[1] = in[2*r], in[2*r+1]
+				for f := range l.halves {
+					blk[2*f], blk[2*f+1] = in[32*f+2*r], in[32*f+2*r+1]
+				}
 				for j := range l.dwords {
 					for e := range 4 {
-						blk[2+4*j+e] = in[32+64*j+4*r+e] ^ l.flip
+						blk[2*l.halves+4*j+e] = in[32*l.halves+64*j+4*r+e] ^ l.flip
 					}
 				}
 			}
@@ -42,10 +44,10 @@ func unrepack(l *x16Layout, dst, src []byte, k int) {
 func TestRepackRoundTrips(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 1))
 	for _, l := range x16Layouts {
-		for _, shape := range [][2]int{{16, 32}, {48, 64}, {32, 1024}} {
-			n, k := shape[0], shape[1]
+		for _, shape := range [][2]int{{16, 1}, {48, 2}, {32, 32}} {
+			n, k := shape[0], shape[1]*l.bk
 			t.Run(fmt.Sprintf("%s %dx%d gives its source back", l.recipe, n, k), func(t *testing.T) {
-				src := make([]byte, n*k/qk*l.src)
+				src := make([]byte, n*k/l.bk*l.src)
 				for i := range src {
 					src[i] = byte(r.Uint32())
 				}
@@ -58,19 +60,21 @@ func TestRepackRoundTrips(t *testing.T) {
 					t.Fatal("repack then its inverse differs from the source")
 				}
 				// The layout as docs/formats.md states it: group g, block
-				// b, row r's scale at 2r, its dword j at 32 + 64j + 4r,
-				// Q8_0's quants as q + 128 (each byte XOR 0x80).
-				rb := k / qk * l.src
-				g, b, row, j := n/16-1, k/qk-1, 5, l.dwords-2
-				chunk := packed[(g*(k/qk)+b)*l.block():]
+				// b, row r's f16 field f at 32f + 2r, its dword j after
+				// them at 32·halves + 64j + 4r, Q8_0's quants as q + 128
+				// (each byte XOR 0x80).
+				rb := k / l.bk * l.src
+				g, b, row, j := n/16-1, k/l.bk-1, 5, l.dwords-2
+				chunk := packed[(g*(k/l.bk)+b)*l.block():]
 				blk := src[(16*g+row)*rb+b*l.src:]
-				want := slices.Clone(blk[2+4*j:][:4])
+				f := l.halves - 1
+				want := slices.Clone(blk[2*l.halves+4*j:][:4])
 				if l.dt == dtype.Q8_0 {
 					for e := range want {
 						want[e] = byte(int(int8(want[e])) + 128)
 					}
 				}
-				if !bytes.Equal(chunk[2*row:2*row+2], blk[:2]) || !bytes.Equal(chunk[32+64*j+4*row:][:4], want) {
+				if !bytes.Equal(chunk[32*f+2*row:][:2], blk[2*f:][:2]) || !bytes.Equal(chunk[32*l.halves+64*j+4*row:][:4], want) {
 					t.Fatal("the layout is not the documented one")
 				}
 			})
@@ -80,9 +84,9 @@ func TestRepackRoundTrips(t *testing.T) {
 			size, k int
 			dstSize int
 		}{
-			{"refuses 8 rows", 8 * l.src, 32, 8 * l.src},
-			{"refuses rows that are not whole blocks", 16 * l.src, 31, 16 * l.src},
-			{"refuses a destination of another size", 16 * l.src, 32, 17 * l.src},
+			{"refuses 8 rows", 8 * l.src, l.bk, 8 * l.src},
+			{"refuses rows that are not whole blocks", 16 * l.src, l.bk - 1, 16 * l.src},
+			{"refuses a destination of another size", 16 * l.src, l.bk, 17 * l.src},
 			{"refuses a row length of 0", 16 * l.src, 0, 16 * l.src},
 		} {
 			t.Run(l.recipe+" "+bad.name, func(t *testing.T) {
@@ -110,8 +114,8 @@ func TestDeriveRepacksEachSource(t *testing.T) {
 func testDeriveRepacks(t *testing.T, r *rand.Rand, l *x16Layout) {
 	b := New(Options{Threads: 1})
 	defer b.Close()
-	const k = 64
-	rb := k / qk * l.src
+	k := 2 * l.bk
+	rb := k / l.bk * l.src
 	parts := [][]byte{make([]byte, 32*rb), make([]byte, 16*rb)}
 	var srcs []device.Buffer
 	var all []byte
@@ -186,29 +190,34 @@ func newX16Case(t testing.TB, r *rand.Rand, l *x16Layout, n, k, m int) *x16Case 
 	}
 	x := randFloats(r, m*k, 1)
 	c.q.need(m * k)
-	c.q.quantize(aqQ8_0, x, m, k)
-	c.recs = make([]byte, x16Recs(m, k))
+	c.q.quantize(l.aq, x, m, k)
+	c.recs = make([]byte, l.recs(m, k))
 	for i := range m {
 		l.pack(c.recs, &c.q, i, m, k)
 	}
 	return c
 }
 
-// run computes Y (m×n) with kernel f, passes of 16 rows as the GEMM does.
+// run computes Y (m×n) with kernel f, passes of maxM rows as the GEMM
+// does.
 func (c *x16Case) run(f x16Kernel) []float32 {
-	nb := c.k / qk
+	l := c.l
+	nb := c.k / l.bk
 	y := make([]float32, c.m*c.n)
-	for i := 0; i < c.m; i += x16MaxM {
-		mc := min(x16MaxM, c.m-i)
-		f(c.w, nb, c.n/x16Rows, c.recs[i*nb*x16Rec:], mc, y[i*c.n:], c.n)
+	for i := 0; i < c.m; i += l.maxM {
+		mc := min(l.maxM, c.m-i)
+		f(c.w, nb, c.n/x16Rows, c.recs[i*nb*l.rec:], mc, y[i*c.n:], c.n)
 	}
 	return y
 }
 
 // goTwin is l's portable kernel.
 func goTwin(l *x16Layout) x16Kernel {
-	if l == x16Q8_0 {
+	switch l {
+	case x16Q8_0:
 		return q8x16Go
+	case x16Q4_K:
+		return q4kx16Go
 	}
 	return q4x16Go
 }
@@ -231,19 +240,23 @@ func TestX16TwinsMatchGoBitForBit(t *testing.T) {
 func testX16Twin(t *testing.T, l *x16Layout) {
 	r := rand.New(rand.NewPCG(16, 3))
 	for _, n := range []int{16, 48, 256} {
-		for _, k := range []int{32, 64, 1024, 3072} {
-			for _, m := range []int{1, 2, 3, 4, 8, 15, 16, 17, 33} {
+		for _, k := range []int{32, 64, 256, 1024, 3072} {
+			if k%l.bk != 0 {
+				continue
+			}
+			for _, m := range []int{1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 33} {
 				c := newX16Case(t, r, l, n, k, m)
 				if m == 3 {
-					// Records and weights of any bytes: quants of −128
-					// and extreme sums, which the quantizer never writes.
+					// Records and weights of any bytes: quants of −128,
+					// extreme sums and scales, which the quantizer never
+					// writes.
 					for i := range c.recs {
-						if i%x16Rec < 32 {
+						if o := i % l.rec; o < l.bk || o >= l.bk+4 {
 							c.recs[i] = byte(r.Uint32())
 						}
 					}
 					for i := range c.w {
-						if i%l.block() >= 32 {
+						if i%l.block() >= 32*l.halves {
 							c.w[i] = byte(r.Uint32())
 						}
 					}
@@ -269,10 +282,26 @@ func testX16Twin(t *testing.T, l *x16Layout) {
 // additions per lane, up to 16 more in the lane reduction), so they
 // differ by at most twice that; a bias adds one rounding to each.
 func x16Tol(c *x16Case, i, row int, y float64) float64 {
-	nb, rb, bs := c.k/qk, c.k/qk*c.l.src, c.l.src
-	qs, d, _ := c.q.row(aqQ8_0, i, c.k)
+	nb, rb, bs := c.k/c.l.bk, c.k/c.l.bk*c.l.src, c.l.src
+	qs, d, sums := c.q.row(c.l.aq, i, c.k)
 	w := c.plain[row*rb : row*rb+rb]
 	var s float64
+	if c.l.dt == dtype.Q4_K { // the d·sc·q and dmin·m terms, each of its lanes' products
+		for b := range nb {
+			blk := w[b*bs : b*bs+bs]
+			var is, ms float64
+			for j := range 8 {
+				sc, m := dtype.ScaleMinK4(j, blk[4:16])
+				for l := range 32 {
+					q := blk[16+j/2*32+l] >> (4 * (j % 2)) & 15
+					is += float64(sc) * math.Abs(float64(int(q)*int(qs[b*qkK+32*j+l])))
+				}
+				ms += float64(m) * math.Abs(float64(sums[16*b+2*j]+sums[16*b+2*j+1]))
+			}
+			s += math.Abs(float64(f16le(blk, 0)*d[b]))*is + math.Abs(float64(f16le(blk, 2)*d[b]))*ms
+		}
+		return 2*float64(nb+16)*0x1p-24*s + 0x1p-23*math.Abs(y) + 1e-30
+	}
 	for b := range nb {
 		var is float64
 		for j := range 32 {
@@ -322,7 +351,7 @@ func TestX16KernelsMatchPlain(t *testing.T) {
 					} else {
 						bs = binds{"x": f32bytes(x)}
 					}
-					c.q.quantize(aqQ8_0, x, tc.m, k) // for the tolerance
+					c.q.quantize(l.aq, x, tc.m, k) // for the tolerance
 					bv := randFloats(r, n, 1)
 					if bias {
 						bs["bias"] = f32bytes(bv)
@@ -525,5 +554,26 @@ func TestGEMMsShareAPreparedInput(t *testing.T) {
 				t.Fatalf("second GEMM after the first differs from it alone")
 			}
 		})
+	}
+}
+
+// The q4_kx16 kernel (assembly where the CPU has it) gives dotQ4_KGo's
+// bits for every output: the same integer sums and float steps.
+func TestQ4Kx16IsTheQ4_KDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 7))
+	for _, shape := range [][3]int{{16, 256, 1}, {32, 1024, 5}, {48, 2048, 8}, {16, 512, 19}} {
+		n, k, m := shape[0], shape[1], shape[2]
+		c := newX16Case(t, r, x16Q4_K, n, k, m)
+		got := c.run(x16Q4_K.kernel)
+		rb := k / qkK * q4KBlock
+		for i := range m {
+			qs, d, bs := c.q.row(aqQ8_K, i, k)
+			for row := range n {
+				want := dotQ4_KGo(c.plain[row*rb:row*rb+rb], qs, d, bs)
+				if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("n=%d k=%d m=%d: Y[%d][%d] = %g, dotQ4_KGo %g", n, k, m, i, row, g, want)
+				}
+			}
+		}
 	}
 }
