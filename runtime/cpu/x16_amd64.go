@@ -11,7 +11,7 @@ func q4x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.
 func q8x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, early int)
 
 //go:noescape
-func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, scratch unsafe.Pointer)
+func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)
 
 //go:noescape
 func cpuidVendor() (ebx, edx, ecx uint32)
@@ -61,7 +61,6 @@ func q8x16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 // q4kx16Asm is q4kx16Go in AVX-512 VNNI (x16k_amd64.s), bit for bit.
 func q4kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 	if x16Check(x16Q4_K, w, nb, ng, a, mc, y, ldy) {
-		var scratch [x16KMaxM * 2 * x16Rows]float32 // acc and accm of each row
-		q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy, unsafe.Pointer(&scratch))
+		q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
 	}
 }

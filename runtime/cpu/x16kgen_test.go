@@ -57,18 +57,24 @@ func genQ4Kx16() string {
 // Registers: SI the super-block, DI its records (R13 a row's), BX a
 // super-block's records in bytes (288·mc), CX super-blocks left, R8 groups
 // left, R9 the group's outputs, R11 the output row stride in bytes, R14
-// the scratch (acc, accm: 128 bytes a row), DX mc.`)
+// the scratch in the frame (acc, accm: 128 bytes a row; zeroed on entry
+// and after each group), DX mc.`)
 	e("")
 	e("// PFD: the prefetch distance (dot_amd64.s says why 8192).")
 	e("#define PFD 8192")
 	e("")
-	e("// func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, scratch unsafe.Pointer)")
+	e("// func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)")
 	e("//")
-	e("// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 8; scratch: 1024 zero bytes (left zero).")
-	e("TEXT ·q4kx16VNNI(SB), NOSPLIT, $0-64")
+	e("// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 8. The frame holds the 1024-byte scratch")
+	e("// (zeroing a Go array for it cost a tenth of a Q4_K prefill).")
+	e("TEXT ·q4kx16VNNI(SB), $1024-56")
 	for _, s := range []string{"MOVQ w+0(FP), SI", "MOVQ ng+16(FP), R8", "MOVQ a+24(FP), R12", "MOVQ mc+32(FP), DX",
-		"MOVQ y+40(FP), R9", "MOVQ ldy+48(FP), R11", "SHLQ $2, R11", "MOVQ scratch+56(FP), R14", "IMUL3Q $288, DX, BX"} {
+		"MOVQ y+40(FP), R9", "MOVQ ldy+48(FP), R11", "SHLQ $2, R11", "LEAQ scratch-1024(SP), R14", "IMUL3Q $288, DX, BX",
+		"VPXORD Z20, Z20, Z20"} {
 		e("\t%s", s)
+	}
+	for i := range 16 {
+		e("\tVMOVUPS Z20, %d(R14)", 64*i)
 	}
 	e("")
 	e("kgroup:")
