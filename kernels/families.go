@@ -121,7 +121,15 @@ var (
 
 // repacked are the weight types with a 16-row interleaved layout (X16), for
 // the CPU (F32 activations): the recipe repack:<dtype>x16 builds it.
-var repacked = []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K}
+var repacked = []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K, dtype.Q6_K}
+
+// RepackOneRow reports whether dt's x16 layout is worth it for a matrix
+// that meets one row at a time, as the LM head does (a prompt's last row,
+// a decode step's): its one-row x16 kernel keeps up with the plain dot.
+// Not Q6_K: putting sixteen rows' 6-bit quants together for a single
+// activation row cost the Qwen3-0.6B shape's Q6_K LM head a fifth of its
+// decode speed (docs/adr/0008-cpu-backend.md).
+func RepackOneRow(dt dtype.Type) bool { return dt != dtype.Q6_K }
 
 // RepackRecipe is the derived-buffer recipe of dt's X16 layout
 // ("repack:q4_0x16"), "" for a type without one.

@@ -297,11 +297,11 @@ func TestLowBitParityWithLlamaCpp(t *testing.T) {
 	}
 }
 
-// A target that repacks Q4_0, Q8_0 and Q4_K (cpu-avx512: the x16 layouts
-// and kernels, in decode and batches alike) holds to llama.cpp as GGUF's
-// layout does.
+// A target that repacks Q4_0, Q8_0, Q4_K and Q6_K (cpu-avx512: the x16
+// layouts and kernels, in decode and batches alike) holds to llama.cpp as
+// GGUF's layout does.
 func TestRepackedParityWithLlamaCpp(t *testing.T) {
-	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K} {
+	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K, dtype.Q6_K} {
 		layout := strings.ToLower(dt.String()) + "x16"
 		for _, arch := range []string{"llama", "qwen3", "gemma3"} {
 			t.Run(arch+" "+layout+" matches llama.cpp", func(t *testing.T) {

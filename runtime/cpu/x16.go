@@ -24,10 +24,12 @@ const (
 	x16Rec   = qk + 8 // bytes of a Q8_0 activation record: 32 quants, float32 d, int32 bias·Σq
 	x16MaxM  = 16     // activation rows per pass of the Q4_0 and Q8_0 kernels (their accumulators)
 	x16KRec  = 288    // bytes of a Q8_K activation record: 256 quants, float32 d, 8 int16 sub-block sums, padding
-	x16KMaxM = 8      // activation rows per pass of the Q4_K kernel
+	x16KMaxM = 8      // activation rows per pass of the Q4_K and Q6_K kernels
+	x16K6Rec = 324    // bytes of a Q6_K activation record: 256 quants, float32 d, 16 int32 −32·Σq of each 16
 	q4Block  = 18     // bytes of a Q4_0 block: f16 d, 16 bytes of nibbles
 	q8Block  = 34     // bytes of a Q8_0 block: f16 d, 32 int8 quants
 	q4KBlock = 144    // bytes of a Q4_K super-block: f16 d, f16 dmin, 12 bytes of scales, 128 of nibbles
+	q6KBlock = 210    // bytes of a Q6_K super-block: 128 of low nibbles, 64 of high pairs, 16 int8 scales, f16 d
 )
 
 // x16Kernel is an x16 kernel: ng groups of w (each nb blocks) against one
@@ -36,10 +38,11 @@ const (
 type x16Kernel func(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int)
 
 // x16Layout is one weight type's x16 layout: for each group of 16 rows
-// and each block b in order, for each of the block's leading f16 fields
-// (d; Q4_K's d and dmin) the 16 rows' values, then for each dword j of
-// the rest of the block (quants; Q4_K's scales, then its nibbles) the
-// bytes [4j:4j+4] of each row in turn, the quants XORed with flip. The
+// and each block b in order, for each of the block's f16 fields (d; Q4_K's
+// d and dmin) the 16 rows' values, then for each dword j of the rest of
+// the block (quants; Q4_K's scales, then its nibbles; Q6_K's low nibbles,
+// high pairs and scales) the bytes [4j:4j+4] of each row in turn, the
+// quants XORed with flip. The
 // kernels meet the quants as unsigned (VPDPBUSD), so a Q8_0 activation
 // record carries bias·Σq_a, which starts each lane's integer sum: Q4_0's
 // nibbles are q + 8 (bias −8), Q8_0's flipped int8 quants q + 128 (bias
@@ -51,12 +54,14 @@ type x16Layout struct {
 	aq     actQuant // the activation's quantization
 	bk     int      // elements of a block
 	src    int      // bytes of a source block
-	halves int      // its leading f16 fields
-	dwords int      // the dwords after them
-	flip   byte     // XORed into each quant byte (Q4_0, Q8_0)
-	bias   int32    // a Q8_0 record's multiple of Σq_a
-	rec    int      // bytes of an activation record
-	maxM   int      // activation rows per pass of the kernel
+	halves int      // its f16 fields, at hoff
+	dwords int      // its dwords, at doff
+	hoff   int
+	doff   int
+	flip   byte  // XORed into each quant byte (Q4_0, Q8_0)
+	bias   int32 // a Q8_0 record's multiple of Σq_a
+	rec    int   // bytes of an activation record
+	maxM   int   // activation rows per pass of the kernel
 	kernel x16Kernel
 	native bool // kernel is an assembly twin (tests)
 }
@@ -66,12 +71,14 @@ func (l *x16Layout) block() int { return x16Rows * l.src }
 
 var (
 	x16Q4_0 = &x16Layout{dt: dtype.Q4_0, recipe: kernels.RepackRecipe(dtype.Q4_0), aq: aqQ8_0, bk: qk, src: q4Block,
-		halves: 1, dwords: 4, bias: -8, rec: x16Rec, maxM: x16MaxM, kernel: q4x16Go}
+		halves: 1, dwords: 4, doff: 2, bias: -8, rec: x16Rec, maxM: x16MaxM, kernel: q4x16Go}
 	x16Q8_0 = &x16Layout{dt: dtype.Q8_0, recipe: kernels.RepackRecipe(dtype.Q8_0), aq: aqQ8_0, bk: qk, src: q8Block,
-		halves: 1, dwords: 8, flip: 0x80, bias: -128, rec: x16Rec, maxM: x16MaxM, kernel: q8x16Go}
+		halves: 1, dwords: 8, doff: 2, flip: 0x80, bias: -128, rec: x16Rec, maxM: x16MaxM, kernel: q8x16Go}
 	x16Q4_K = &x16Layout{dt: dtype.Q4_K, recipe: kernels.RepackRecipe(dtype.Q4_K), aq: aqQ8_K, bk: qkK, src: q4KBlock,
-		halves: 2, dwords: 35, rec: x16KRec, maxM: x16KMaxM, kernel: q4kx16Go}
-	x16All = []*x16Layout{x16Q4_0, x16Q8_0, x16Q4_K}
+		halves: 2, dwords: 35, doff: 4, rec: x16KRec, maxM: x16KMaxM, kernel: q4kx16Go}
+	x16Q6_K = &x16Layout{dt: dtype.Q6_K, recipe: kernels.RepackRecipe(dtype.Q6_K), aq: aqQ8_K, bk: qkK, src: q6KBlock,
+		halves: 1, hoff: 208, dwords: 52, rec: x16K6Rec, maxM: x16KMaxM, kernel: q6kx16Go}
+	x16All = []*x16Layout{x16Q4_0, x16Q8_0, x16Q4_K, x16Q6_K}
 )
 
 // x16Of is the x16 layout of weight type dt, nil for a type without one.
@@ -107,6 +114,10 @@ func RepackQ8_0x16(dst, src []byte, k int) error { return x16Q8_0.repack(dst, sr
 // multiple of 16 rows) into dst (the same size) in the q4_kx16 layout.
 func RepackQ4_Kx16(dst, src []byte, k int) error { return x16Q4_K.repack(dst, src, k) }
 
+// RepackQ6_Kx16 writes the Q6_K matrix src (rows of k elements, a
+// multiple of 16 rows) into dst (the same size) in the q6_kx16 layout.
+func RepackQ6_Kx16(dst, src []byte, k int) error { return x16Q6_K.repack(dst, src, k) }
+
 func (l *x16Layout) repack(dst, src []byte, k int) error {
 	name := "repack " + l.recipe[len("repack:"):]
 	if k <= 0 || k%l.bk != 0 {
@@ -117,19 +128,18 @@ func (l *x16Layout) repack(dst, src []byte, k int) error {
 	if len(src)%(x16Rows*rb) != 0 || len(dst) != len(src) {
 		return fmt.Errorf("cpu: %s: %d bytes into %d are not whole groups of 16 rows of %d bytes: %w", name, len(src), len(dst), rb, ErrUnsupported)
 	}
-	h := 2 * l.halves // bytes of the f16 fields of a row's block
 	for g := 0; g < len(src); g += x16Rows * rb {
 		for b := range nb {
 			out := dst[g+b*bb : g+b*bb+bb]
 			for r := range x16Rows {
 				blk := src[g+r*rb+b*l.src : g+r*rb+b*l.src+l.src]
 				for f := range l.halves {
-					out[32*f+2*r], out[32*f+2*r+1] = blk[2*f], blk[2*f+1]
+					out[32*f+2*r], out[32*f+2*r+1] = blk[l.hoff+2*f], blk[l.hoff+2*f+1]
 				}
 				for j := range l.dwords {
 					o := 32*l.halves + 64*j + 4*r
 					for e := range 4 {
-						out[o+e] = blk[h+4*j+e] ^ l.flip
+						out[o+e] = blk[l.doff+4*j+e] ^ l.flip
 					}
 				}
 			}
@@ -187,8 +197,12 @@ func (l *x16Layout) pack(a []byte, q *q8act, i, m, k int) {
 	mc := min(l.maxM, m-c)
 	base := c*nb*l.rec + (i-c)*l.rec
 	qs, d, s := q.row(l.aq, i, k)
-	if l.aq == aqQ8_K {
+	switch l.dt {
+	case dtype.Q4_K:
 		packRecsK(a[base:], mc*l.rec, qs, d[:nb], s)
+		return
+	case dtype.Q6_K:
+		packRecsK6(a[base:], mc*l.rec, qs, d[:nb], s)
 		return
 	}
 	packRecs(a[base:], mc*l.rec, qs, d[:nb], l.bias)
@@ -321,6 +335,20 @@ func q8x16Go(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 	}
 }
 
+// packRecsK6 writes one row's Q6_K records, record b at a[b·step:]: the
+// 256 quants of super-block b, d[b], then −32·Σq of each 16 as int32 (the
+// offset of Q6_K's unsigned quants; bs holds the sums of 16).
+func packRecsK6(a []byte, step int, qs []int8, d, bs []float32) {
+	for b := range d {
+		rec := a[b*step : b*step+x16K6Rec]
+		copy(rec[:qkK], unsafe.Slice((*byte)(unsafe.Pointer(&qs[b*qkK])), qkK))
+		binary.LittleEndian.PutUint32(rec[256:], math.Float32bits(d[b]))
+		for j := range 16 {
+			binary.LittleEndian.PutUint32(rec[260+4*j:], uint32(-32*int32(bs[16*b+j])))
+		}
+	}
+}
+
 // q4kx16Go is the q4_kx16 kernel (x16Kernel; 2304 bytes a super-block,
 // Q8_K records, mc ≤ 8): each output is dotQ4_KGo's, bit for bit (the
 // same exact integer sums, the same float steps in the same order).
@@ -360,6 +388,47 @@ func q4kx16Go(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 			for r := range x16Rows {
 				y[j*ldy+x16Rows*g+r] = acc[r] - accm[r]
 			}
+		}
+	}
+}
+
+// q6kx16Go is the q6_kx16 kernel (x16Kernel; 3360 bytes a super-block:
+// the rows' d, then dwords 0..31 of their low nibbles, 32..47 of their
+// high pairs, 48..51 of their scales; Q6_K records, mc ≤ 8): each output
+// is dotQ6_KGo's, bit for bit.
+func q6kx16Go(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
+	const bb = x16Rows * q6KBlock
+	dw := func(blk []byte, i, r int) []byte { return blk[32+64*i+4*r : 32+64*i+4*r+4] }
+	for g := range ng {
+		wg := w[g*nb*bb : (g+1)*nb*bb]
+		for j := range mc {
+			var acc [x16Rows]float32
+			for b := range nb {
+				blk := wg[b*bb : b*bb+bb]
+				rec := a[(b*mc+j)*x16K6Rec : (b*mc+j)*x16K6Rec+x16K6Rec]
+				da := math.Float32frombits(binary.LittleEndian.Uint32(rec[256:]))
+				for r := range x16Rows {
+					var sumi int32
+					for half := range 2 {
+						for part := range 4 {
+							var s [2]int32
+							for i := range 2 { // the record's −32·Σq of each 16
+								s[i] = int32(binary.LittleEndian.Uint32(rec[260+4*(8*half+2*part+i):]))
+							}
+							for l := range 32 {
+								ql := dw(blk, 16*half+8*(part%2)+l/4, r)[l%4]
+								qh := dw(blk, 32+8*half+l/4, r)[l%4]
+								v := int32(ql>>(4*(part/2))&0xf | (qh>>(2*part)&3)<<4)
+								s[l/16] += v * int32(int8(rec[128*half+32*part+l]))
+							}
+							sc := dw(blk, 48+2*half+part/2, r)
+							sumi += s[0]*int32(int8(sc[2*(part%2)])) + s[1]*int32(int8(sc[2*(part%2)+1]))
+						}
+					}
+					acc[r] += float32(float32(f16le(blk, 2*r)*da) * float32(sumi))
+				}
+			}
+			copy(y[j*ldy+x16Rows*g:j*ldy+x16Rows*g+x16Rows], acc[:])
 		}
 	}
 }

@@ -14,6 +14,9 @@ func q8x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.
 func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)
 
 //go:noescape
+func q6kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)
+
+//go:noescape
 func cpuidVendor() (ebx, edx, ecx uint32)
 
 func init() {
@@ -21,6 +24,7 @@ func init() {
 		x16Q4_0.kernel, x16Q4_0.native = q4x16Asm, true
 		x16Q8_0.kernel, x16Q8_0.native = q8x16Asm, true
 		x16Q4_K.kernel, x16Q4_K.native = q4kx16Asm, true
+		x16Q6_K.kernel, x16Q6_K.native = q6kx16Asm, true
 	}
 	// On Intel CPUs every pass asks for its weights into L2 ahead
 	// (x16_amd64.s, X16EARLY, has the figures: Sapphire Rapids gains
@@ -62,5 +66,12 @@ func q8x16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 func q4kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 	if x16Check(x16Q4_K, w, nb, ng, a, mc, y, ldy) {
 		q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
+	}
+}
+
+// q6kx16Asm is q6kx16Go in AVX-512 VNNI (x16k6_amd64.s), bit for bit.
+func q6kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
+	if x16Check(x16Q6_K, w, nb, ng, a, mc, y, ldy) {
+		q6kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
 	}
 }

@@ -29,11 +29,11 @@ func unrepack(l *x16Layout, dst, src []byte, k int) {
 			for r := range x16Rows {
 				blk := dst[g+r*rb+b*l.src : g+r*rb+b*l.src+l.src]
 				for f := range l.halves {
-					blk[2*f], blk[2*f+1] = in[32*f+2*r], in[32*f+2*r+1]
+					blk[l.hoff+2*f], blk[l.hoff+2*f+1] = in[32*f+2*r], in[32*f+2*r+1]
 				}
 				for j := range l.dwords {
 					for e := range 4 {
-						blk[2*l.halves+4*j+e] = in[32*l.halves+64*j+4*r+e] ^ l.flip
+						blk[l.doff+4*j+e] = in[32*l.halves+64*j+4*r+e] ^ l.flip
 					}
 				}
 			}
@@ -68,13 +68,13 @@ func TestRepackRoundTrips(t *testing.T) {
 				chunk := packed[(g*(k/l.bk)+b)*l.block():]
 				blk := src[(16*g+row)*rb+b*l.src:]
 				f := l.halves - 1
-				want := slices.Clone(blk[2*l.halves+4*j:][:4])
+				want := slices.Clone(blk[l.doff+4*j:][:4])
 				if l.dt == dtype.Q8_0 {
 					for e := range want {
 						want[e] = byte(int(int8(want[e])) + 128)
 					}
 				}
-				if !bytes.Equal(chunk[32*f+2*row:][:2], blk[2*f:][:2]) || !bytes.Equal(chunk[32*l.halves+64*j+4*row:][:4], want) {
+				if !bytes.Equal(chunk[32*f+2*row:][:2], blk[l.hoff+2*f:][:2]) || !bytes.Equal(chunk[32*l.halves+64*j+4*row:][:4], want) {
 					t.Fatal("the layout is not the documented one")
 				}
 			})
@@ -218,6 +218,8 @@ func goTwin(l *x16Layout) x16Kernel {
 		return q8x16Go
 	case x16Q4_K:
 		return q4kx16Go
+	case x16Q6_K:
+		return q6kx16Go
 	}
 	return q4x16Go
 }
@@ -286,6 +288,22 @@ func x16Tol(c *x16Case, i, row int, y float64) float64 {
 	qs, d, sums := c.q.row(c.l.aq, i, c.k)
 	w := c.plain[row*rb : row*rb+rb]
 	var s float64
+	if c.l.dt == dtype.Q6_K { // d·sc·(q − 32) for each element
+		for b := range nb {
+			blk := w[b*bs : b*bs+bs]
+			var is float64
+			for e := range qkK {
+				half, rest := e/128, e%128
+				part, l := rest/32, rest%32
+				ql := blk[64*half+32*(part%2)+l] >> (4 * (part / 2)) & 15
+				qh := blk[128+32*half+l] >> (2 * part) & 3
+				sc := int8(blk[192+8*half+2*part+l/16])
+				is += math.Abs(float64(int(sc) * (int(ql|qh<<4) - 32) * int(qs[b*qkK+e])))
+			}
+			s += math.Abs(float64(f16le(blk, 208)*d[b])) * is
+		}
+		return 2*float64(nb+16)*0x1p-24*s + 0x1p-23*math.Abs(y) + 1e-30
+	}
 	if c.l.dt == dtype.Q4_K { // the d·sc·q and dmin·m terms, each of its lanes' products
 		for b := range nb {
 			blk := w[b*bs : b*bs+bs]
@@ -572,6 +590,27 @@ func TestQ4Kx16IsTheQ4_KDot(t *testing.T) {
 				want := dotQ4_KGo(c.plain[row*rb:row*rb+rb], qs, d, bs)
 				if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
 					t.Fatalf("n=%d k=%d m=%d: Y[%d][%d] = %g, dotQ4_KGo %g", n, k, m, i, row, g, want)
+				}
+			}
+		}
+	}
+}
+
+// The q6_kx16 kernel (assembly where the CPU has it) gives dotQ6_KGo's
+// bits for every output.
+func TestQ6Kx16IsTheQ6_KDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(16, 8))
+	for _, shape := range [][3]int{{16, 256, 1}, {32, 1024, 5}, {48, 2048, 8}, {16, 512, 19}} {
+		n, k, m := shape[0], shape[1], shape[2]
+		c := newX16Case(t, r, x16Q6_K, n, k, m)
+		got := c.run(x16Q6_K.kernel)
+		rb := k / qkK * q6KBlock
+		for i := range m {
+			qs, d, bs := c.q.row(aqQ8_K, i, k)
+			for row := range n {
+				want := dotQ6_KGo(c.plain[row*rb:row*rb+rb], qs, d, bs)
+				if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
+					t.Fatalf("n=%d k=%d m=%d: Y[%d][%d] = %g, dotQ6_KGo %g", n, k, m, i, row, g, want)
 				}
 			}
 		}
