@@ -263,49 +263,58 @@ func firstDiff(a, b string) string {
 	return fmt.Sprintf("lengths %d and %d lines", len(la), len(lb))
 }
 
-// On a target that repacks Q4_0 (cpu-avx512), every Q4_0 matmul reads a
-// repacked copy through the x16 kernels, decode and batch alike; the
-// embedding lookup keeps the tensor, a tied LM head reads the copy.
-func TestQ4_0IsRepackedWhereTheTargetAsks(t *testing.T) {
-	path := synthModel(t, t.TempDir(), synth.Options{Arch: "qwen3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512,
-		DType: dtype.Q4_0, Tied: true, Seed: 7})
-	for _, tc := range []struct {
-		chip string
-		x16  bool
-	}{{"cpu-avx512:2", true}, {"cpu-avx2:2", false}, {"m1", false}} {
-		p := compile(t, path, Options{Chip: chip(t, tc.chip)})
-		repacked := map[uint32]bool{}
-		for i, b := range p.Buffers {
-			if b.Recipe == "repack:q4_0x16" {
-				repacked[uint32(i)] = true
-				if src := p.Buffers[b.Sources[0]]; b.Name != src.Name+".x16" || b.Size != src.Size || b.DType != "q4_0" {
-					t.Errorf("%s: %s repacks %s", tc.chip, b.Name, src.Name)
+// On a target that repacks Q4_0, Q8_0, Q4_K and Q6_K (cpu-avx512), every
+// matmul of those types reads a repacked copy through the x16 kernels,
+// decode and batch alike, except a Q6_K LM head (kernels.RepackOneRow);
+// the embedding lookup keeps the tensor, a tied LM head reads the copy.
+func TestRepackedWhereTheTargetAsks(t *testing.T) {
+	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q8_0, dtype.Q4_K, dtype.Q6_K} {
+		name := strings.ToLower(dt.String())
+		path := synthModel(t, t.TempDir(), synth.Options{Arch: "qwen3", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512,
+			DType: dt, Tied: true, Seed: 7})
+		for _, tc := range []struct {
+			chip string
+			x16  bool
+		}{{"cpu-avx512:2", true}, {"cpu-avx2:2", false}, {"m1", false}} {
+			p := compile(t, path, Options{Chip: chip(t, tc.chip)})
+			repacked := map[uint32]bool{}
+			for i, b := range p.Buffers {
+				if b.Recipe == "repack:"+name+"x16" {
+					repacked[uint32(i)] = true
+					if src := p.Buffers[b.Sources[0]]; b.Name != src.Name+".x16" || b.Size != src.Size || b.DType != name {
+						t.Errorf("%s %s: %s repacks %s", name, tc.chip, b.Name, src.Name)
+					}
 				}
 			}
-		}
-		if (len(repacked) > 0) != tc.x16 {
-			t.Fatalf("%s: %d repacked buffers", tc.chip, len(repacked))
-		}
-		for _, pr := range p.Programs {
-			for _, c := range pr.Commands {
-				k := p.Pipelines[c.Pipeline].Kernel
-				isMat := strings.HasPrefix(k, "gemv_") || strings.HasPrefix(k, "simd_gemm")
-				if !isMat || !strings.Contains(k, "q4_0") {
-					if strings.Contains(k, "x16") {
-						t.Errorf("%s %s: %s", pr.Name, c.Label, k)
+			if (len(repacked) > 0) != tc.x16 {
+				t.Fatalf("%s %s: %d repacked buffers", name, tc.chip, len(repacked))
+			}
+			for _, pr := range p.Programs {
+				for _, c := range pr.Commands {
+					k := p.Pipelines[c.Pipeline].Kernel
+					isMat := strings.HasPrefix(k, "gemv_") || strings.HasPrefix(k, "simd_gemm")
+					if !isMat || !strings.Contains(k, name) {
+						if strings.Contains(k, "x16") {
+							t.Errorf("%s %s %s: %s", name, pr.Name, c.Label, k)
+						}
+						if strings.HasPrefix(k, "embedding") && repacked[c.Bindings[0].Buffer] {
+							t.Errorf("%s %s: the embedding reads the repacked copy", name, pr.Name)
+						}
+						continue
 					}
-					if strings.HasPrefix(k, "embedding") && repacked[c.Bindings[0].Buffer] {
-						t.Errorf("%s: the embedding reads the repacked copy", pr.Name)
+					want := tc.x16 && (c.Label != "logits" || dt != dtype.Q6_K)
+					if strings.Contains(k, "_x16") != want || want != repacked[c.Bindings[0].Buffer] {
+						t.Errorf("%s %s %s[%s]: kernel %s over %s", name, tc.chip, pr.Name, c.Label, k, p.Buffers[c.Bindings[0].Buffer].Name)
 					}
-					continue
-				}
-				if strings.Contains(k, "_x16") != tc.x16 || tc.x16 != repacked[c.Bindings[0].Buffer] {
-					t.Errorf("%s %s[%s]: kernel %s over %s", tc.chip, pr.Name, c.Label, k, p.Buffers[c.Bindings[0].Buffer].Name)
 				}
 			}
-		}
-		if tc.x16 && p.RequiredRuntime() != 2 {
-			t.Errorf("a plan with repacked weights needs runtime %d", p.RequiredRuntime())
+			minRT := uint32(2)
+			if dt != dtype.Q4_0 {
+				minRT = 6
+			}
+			if tc.x16 && p.RequiredRuntime() != minRT {
+				t.Errorf("%s: a plan with repacked weights needs runtime %d, want %d", name, p.RequiredRuntime(), minRT)
+			}
 		}
 	}
 }

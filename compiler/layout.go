@@ -109,8 +109,9 @@ func layoutPass(s *state) (string, error) {
 }
 
 // repackOf is the repack recipe of a single-weight matmul's weight when the
-// target repacks its type (tuning.repack) and its shape allows it (whole
-// 16-row groups, whole blocks); "" otherwise.
+// target repacks its type (tuning.repack), its shape allows it (whole
+// 16-row groups, whole blocks) and, for the LM head, the layout pays at
+// one row (kernels.RepackOneRow); "" otherwise.
 func (s *state) repackOf(mm *MatMul) string {
 	if mm.Concat || len(mm.Weights) != 1 {
 		return ""
@@ -118,6 +119,9 @@ func (s *state) repackOf(mm *MatMul) string {
 	t := s.tensors[mm.Weights[0]]
 	r := kernels.RepackRecipe(t.Type)
 	if r == "" || !slices.Contains(s.tuning.Repack, strings.TrimPrefix(r, plans.RecipeRepackPrefix)) {
+		return ""
+	}
+	if mm.Label == "logits" && !kernels.RepackOneRow(t.Type) { // the LM head meets one row at a time
 		return ""
 	}
 	if bs := t.Type.BlockSize(); mm.N()%16 != 0 || bs == 0 || mm.K%int(bs) != 0 {

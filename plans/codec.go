@@ -44,10 +44,10 @@ const (
 // repacked weights: a plan that has any of them needs 2. Format 4 added
 // embedding programs: a plan with one needs 4. Format 5 added KV caches in
 // Q8_0 and F32: a plan with one needs 5. Format 6 added the repacked
-// layouts q8_0x16 and q4_kx16: a plan with one needs 6.
+// layouts q8_0x16, q4_kx16 and q6_kx16: a plan with one needs 6.
 func (p *Plan) RequiredRuntime() uint32 {
 	for i := range p.Buffers {
-		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q8_0x16" || r == RecipeRepackPrefix+"q4_kx16" {
+		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q8_0x16" || r == RecipeRepackPrefix+"q4_kx16" || r == RecipeRepackPrefix+"q6_kx16" {
 			return 6
 		}
 	}

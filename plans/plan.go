@@ -92,7 +92,7 @@ type Tuning struct {
 	// logits: the io logits buffer holds OutRows rows.
 	OutRows uint32
 	// Repack (format 2) lists the weight layouts the compiler repacked
-	// weights into for the target's backend ("q4_0x16", "q8_0x16", "q4_kx16").
+	// weights into for the target's backend ("q4_0x16", "q8_0x16", "q4_kx16", "q6_kx16").
 	Repack []string
 }
 

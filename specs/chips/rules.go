@@ -51,8 +51,8 @@ type Tuning struct {
 	// buffer holds that many rows.
 	OutRows int `json:"out_rows"`
 	// Repack lists the weight layouts the target's backend reads faster
-	// than GGUF's ("q4_0x16", "q8_0x16", "q4_kx16": Q4_0, Q8_0, Q4_K in
-	// 16-row interleaved groups): weights
+	// than GGUF's ("q4_0x16", "q8_0x16", "q4_kx16", "q6_kx16": those types
+	// in 16-row interleaved groups): weights
 	// of those types are repacked at load (a derived buffer) and read by
 	// the layout's kernels.
 	Repack []string `json:"repack"`
@@ -190,7 +190,7 @@ var rules = []Rule{
 	rule("max_seqs", always, 64,
 		"ours: a bound, not an allocation (the runtime sizes the KV cache for the slots it uses); llama-server's default is 4 slots, busy servers run dozens"),
 
-	rule("repack", cpuFamily("x86-64-v4"), []string{"q4_0x16", "q8_0x16", "q4_kx16"},
+	rule("repack", cpuFamily("x86-64-v4"), []string{"q4_0x16", "q8_0x16", "q4_kx16", "q6_kx16"},
 		"ours: with AVX-512 VNNI, 16 rows' blocks in one register make a block's 32 products one lane's sum before a single conversion (llama.cpp repacks for the same reason); measured in docs/runtime.md"),
 	rule("repack", always, []string{},
 		"ours: other targets read GGUF's layout, mapped without a copy"),
