@@ -575,42 +575,27 @@ func TestGEMMsShareAPreparedInput(t *testing.T) {
 	}
 }
 
-// The q4_kx16 kernel (assembly where the CPU has it) gives dotQ4_KGo's
-// bits for every output: the same integer sums and float steps.
-func TestQ4Kx16IsTheQ4_KDot(t *testing.T) {
+// The q4_kx16 and q6_kx16 kernels (assembly where the CPU has it) give
+// the plain dots' bits (dotQ4_KGo, dotQ6_KGo) for every output: the same
+// integer sums and float steps.
+func TestKx16IsThePlainDot(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 7))
-	for _, shape := range [][3]int{{16, 256, 1}, {32, 1024, 5}, {48, 2048, 8}, {16, 512, 19}} {
-		n, k, m := shape[0], shape[1], shape[2]
-		c := newX16Case(t, r, x16Q4_K, n, k, m)
-		got := c.run(x16Q4_K.kernel)
-		rb := k / qkK * q4KBlock
-		for i := range m {
-			qs, d, bs := c.q.row(aqQ8_K, i, k)
-			for row := range n {
-				want := dotQ4_KGo(c.plain[row*rb:row*rb+rb], qs, d, bs)
-				if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
-					t.Fatalf("n=%d k=%d m=%d: Y[%d][%d] = %g, dotQ4_KGo %g", n, k, m, i, row, g, want)
-				}
-			}
-		}
-	}
-}
-
-// The q6_kx16 kernel (assembly where the CPU has it) gives dotQ6_KGo's
-// bits for every output.
-func TestQ6Kx16IsTheQ6_KDot(t *testing.T) {
-	r := rand.New(rand.NewPCG(16, 8))
-	for _, shape := range [][3]int{{16, 256, 1}, {32, 1024, 5}, {48, 2048, 8}, {16, 512, 19}} {
-		n, k, m := shape[0], shape[1], shape[2]
-		c := newX16Case(t, r, x16Q6_K, n, k, m)
-		got := c.run(x16Q6_K.kernel)
-		rb := k / qkK * q6KBlock
-		for i := range m {
-			qs, d, bs := c.q.row(aqQ8_K, i, k)
-			for row := range n {
-				want := dotQ6_KGo(c.plain[row*rb:row*rb+rb], qs, d, bs)
-				if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
-					t.Fatalf("n=%d k=%d m=%d: Y[%d][%d] = %g, dotQ6_KGo %g", n, k, m, i, row, g, want)
+	for _, c := range []struct {
+		l   *x16Layout
+		dot func(w []byte, qs []int8, d, bs []float32) float32
+	}{{x16Q4_K, dotQ4_KGo}, {x16Q6_K, dotQ6_KGo}} {
+		for _, shape := range [][3]int{{16, 256, 1}, {32, 1024, 5}, {48, 2048, 8}, {16, 512, 19}} {
+			n, k, m := shape[0], shape[1], shape[2]
+			xc := newX16Case(t, r, c.l, n, k, m)
+			got := xc.run(c.l.kernel)
+			rb := k / qkK * c.l.src
+			for i := range m {
+				qs, d, bs := xc.q.row(aqQ8_K, i, k)
+				for row := range n {
+					want := c.dot(xc.plain[row*rb:row*rb+rb], qs, d, bs)
+					if g := got[i*n+row]; math.Float32bits(g) != math.Float32bits(want) {
+						t.Fatalf("%s n=%d k=%d m=%d: Y[%d][%d] = %g, the plain dot %g", c.l.recipe, n, k, m, i, row, g, want)
+					}
 				}
 			}
 		}

@@ -32,6 +32,25 @@ func TestX16KAssemblyIsGenerated(t *testing.T) {
 	}
 }
 
+// prologue writes a K-quant x16 kernel's TEXT line and its loads: the
+// arguments into their registers, the frame's scratch (frame bytes) at R14
+// zeroed, a super-block's records in bytes (rec·mc) in BX.
+func prologue(e func(string, ...any), name string, frame, rec int) {
+	e("// func %s(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)", name)
+	e("//")
+	e("// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 8. The frame holds the %d-byte scratch", frame)
+	e("// (zeroing a Go array for it cost a tenth of a Q4_K prefill).")
+	e("TEXT ·%s(SB), $%d-56", name, frame)
+	for _, s := range []string{"MOVQ w+0(FP), SI", "MOVQ ng+16(FP), R8", "MOVQ a+24(FP), R12", "MOVQ mc+32(FP), DX",
+		"MOVQ y+40(FP), R9", "MOVQ ldy+48(FP), R11", "SHLQ $2, R11", fmt.Sprintf("LEAQ scratch-%d(SP), R14", frame),
+		fmt.Sprintf("IMUL3Q $%d, DX, BX", rec), "VPXORD Z20, Z20, Z20"} {
+		e("\t%s", s)
+	}
+	for i := range frame / 64 {
+		e("\tVMOVUPS Z20, %d(R14)", 64*i)
+	}
+}
+
 // genQ4Kx16 writes x16k_amd64.s.
 func genQ4Kx16() string {
 	var b strings.Builder
@@ -65,19 +84,7 @@ func genQ4Kx16() string {
 	e("// PFD: the prefetch distance (dot_amd64.s says why 8192).")
 	e("#define PFD 8192")
 	e("")
-	e("// func q4kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)")
-	e("//")
-	e("// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 8. The frame holds the 1024-byte scratch")
-	e("// (zeroing a Go array for it cost a tenth of a Q4_K prefill).")
-	e("TEXT ·q4kx16VNNI(SB), $1024-56")
-	for _, s := range []string{"MOVQ w+0(FP), SI", "MOVQ ng+16(FP), R8", "MOVQ a+24(FP), R12", "MOVQ mc+32(FP), DX",
-		"MOVQ y+40(FP), R9", "MOVQ ldy+48(FP), R11", "SHLQ $2, R11", "LEAQ scratch-1024(SP), R14", "IMUL3Q $288, DX, BX",
-		"VPXORD Z20, Z20, Z20"} {
-		e("\t%s", s)
-	}
-	for i := range 16 {
-		e("\tVMOVUPS Z20, %d(R14)", 64*i)
-	}
+	prologue(e, "q4kx16VNNI", 1024, 288)
 	e("")
 	e("kgroup:")
 	e("\tMOVQ nb+8(FP), CX")
@@ -262,18 +269,7 @@ func genQ6Kx16() string {
 	e("// PFD: the prefetch distance (dot_amd64.s says why 8192).")
 	e("#define PFD 8192")
 	e("")
-	e("// func q6kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int)")
-	e("//")
-	e("// nb ≥ 1, ng ≥ 1, 1 ≤ mc ≤ 8. The frame holds the 512-byte scratch.")
-	e("TEXT ·q6kx16VNNI(SB), $512-56")
-	for _, s := range []string{"MOVQ w+0(FP), SI", "MOVQ ng+16(FP), R8", "MOVQ a+24(FP), R12", "MOVQ mc+32(FP), DX",
-		"MOVQ y+40(FP), R9", "MOVQ ldy+48(FP), R11", "SHLQ $2, R11", "LEAQ scratch-512(SP), R14", "IMUL3Q $324, DX, BX",
-		"VPXORD Z20, Z20, Z20"} {
-		e("\t%s", s)
-	}
-	for i := range 8 {
-		e("\tVMOVUPS Z20, %d(R14)", 64*i)
-	}
+	prologue(e, "q6kx16VNNI", 512, 324)
 	e("")
 	e("k6group:")
 	e("\tMOVQ nb+8(FP), CX")
