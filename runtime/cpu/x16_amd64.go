@@ -20,6 +20,9 @@ func q6kx16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe
 func q6kx16OneVNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, y unsafe.Pointer)
 
 //go:noescape
+func q4kx16OneVNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, y unsafe.Pointer)
+
+//go:noescape
 func cpuidVendor() (ebx, edx, ecx uint32)
 
 func init() {
@@ -65,14 +68,21 @@ func q8x16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 	}
 }
 
-// q4kx16Asm is q4kx16Go in AVX-512 VNNI (x16k_amd64.s), bit for bit.
+// q4kx16Asm is q4kx16Go in AVX-512 VNNI (x16k_amd64.s; one row:
+// x16k1_amd64.s), bit for bit.
 func q4kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
-	if x16Check(x16Q4_K, w, nb, ng, a, mc, y, ldy) {
-		q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
+	if !x16Check(x16Q4_K, w, nb, ng, a, mc, y, ldy) {
+		return
 	}
+	if mc == 1 { // a decode step: the one-row form (x16k1_amd64.s)
+		q4kx16OneVNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), unsafe.Pointer(&y[0]))
+		return
+	}
+	q4kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
 }
 
-// q6kx16Asm is q6kx16Go in AVX-512 VNNI (x16k6_amd64.s), bit for bit.
+// q6kx16Asm is q6kx16Go in AVX-512 VNNI (x16k6_amd64.s; one row:
+// x16k61_amd64.s), bit for bit.
 func q6kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 	if !x16Check(x16Q6_K, w, nb, ng, a, mc, y, ldy) {
 		return
@@ -81,7 +91,5 @@ func q6kx16Asm(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int) {
 		q6kx16OneVNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), unsafe.Pointer(&y[0]))
 		return
 	}
-	{
-		q6kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
-	}
+	q6kx16VNNI(unsafe.Pointer(&w[0]), nb, ng, unsafe.Pointer(&a[0]), mc, unsafe.Pointer(&y[0]), ldy)
 }
