@@ -52,6 +52,57 @@ func prologue(e func(string, ...any), name string, frame, rec int) {
 	}
 }
 
+// kScales writes the unpacking of sixteen Q4_K rows' six-bit scales
+// (ggml's shifts and masks on each row's scale dwords): S0 (scales 0..3)
+// in Z18, S1 (4..7) in Z19; Z20–Z23 are clobbered.
+func kScales(e func(string, ...any)) {
+	e("\t// S0 = U0 & 0x3f (scales 0..3), S1 = U2 & 0x0f | (U0 >> 6 & 3) << 4 (scales 4..7)")
+	e("\tVMOVDQU64 64(SI), Z18")
+	e("\tVMOVDQU64 192(SI), Z20")
+	kMasks(e)
+	for _, s := range []string{"VPSRLD $6, Z18, Z19", "VPANDD Z23, Z19, Z19", "VPSLLD $4, Z19, Z19",
+		"VPANDD Z22, Z20, Z20", "VPORD Z20, Z19, Z19", "VPANDD Z21, Z18, Z18"} {
+		e("\t%s", s)
+	}
+}
+
+// kMasks puts 0x3f, 0x0f and 0x03 in each byte of Z21, Z22 and Z23.
+func kMasks(e func(string, ...any)) {
+	for i, m := range []string{"0x3f3f3f3f", "0x0f0f0f0f", "0x03030303"} {
+		e("\tMOVL $%s, AX", m)
+		e("\tVPBROADCASTD AX, Z%d", 21+i)
+	}
+}
+
+// kMinPairs writes the unpacking of sixteen Q4_K rows' six-bit minimums
+// into int16 pairs for VPDPWSSD: P0 (m0, m1), P1 (m2, m3), P2, P3 in
+// Z0–Z3; Z4–Z7 and Z21–Z23 are clobbered.
+func kMinPairs(e func(string, ...any)) {
+	e("\t// mins: M0 = U1 & 0x3f (0..3), M1 = U2 >> 4 & 0x0f | (U1 >> 6 & 3) << 4 (4..7),")
+	e("\t// as int16 pairs: P0 (m0, m1), P1 (m2, m3) from M0, P2, P3 from M1")
+	e("\tVMOVDQU64 128(SI), Z4")
+	e("\tVMOVDQU64 192(SI), Z5")
+	kMasks(e)
+	for _, s := range []string{"VPSRLD $6, Z4, Z7", "VPANDD Z23, Z7, Z7", "VPSLLD $4, Z7, Z7", "VPSRLD $4, Z5, Z5",
+		"VPANDD Z22, Z5, Z5", "VPORD Z7, Z5, Z5", "VPANDD Z21, Z4, Z4",
+		"MOVL $0xff, AX", "VPBROADCASTD AX, Z21", "MOVL $0xff00, AX", "VPBROADCASTD AX, Z22", "MOVL $0xff0000, AX", "VPBROADCASTD AX, Z23"} {
+		e("\t%s", s)
+	}
+	for _, p := range [][3]string{{"Z4", "Z0", "Z1"}, {"Z5", "Z2", "Z3"}} {
+		src, even, odd := p[0], p[1], p[2]
+		// even: (M & 0xff) | (M & 0xff00) << 8; odd: (M >> 16) & 0xff | (M >> 8) & 0xff0000
+		e("\tVPANDD Z21, %s, %s", src, even)
+		e("\tVPANDD Z22, %s, Z6", src)
+		e("\tVPSLLD $8, Z6, Z6")
+		e("\tVPORD Z6, %s, %s", even, even)
+		e("\tVPSRLD $16, %s, %s", src, odd)
+		e("\tVPANDD Z21, %s, %s", odd, odd)
+		e("\tVPSRLD $8, %s, Z6", src)
+		e("\tVPANDD Z23, Z6, Z6")
+		e("\tVPORD Z6, %s, %s", odd, odd)
+	}
+}
+
 // genQ4Kx16 writes x16k_amd64.s.
 func genQ4Kx16() string {
 	var b strings.Builder
@@ -96,20 +147,7 @@ func genQ4Kx16() string {
 	for z := 25; z < 32; z++ {
 		e("\tVMOVDQA64 Z24, Z%d", z)
 	}
-	masks := func(rs ...string) { // 0x3f, 0x0f, 0x03 in each byte, into rs
-		for i, m := range []string{"0x3f3f3f3f", "0x0f0f0f0f", "0x03030303"} {
-			e("\tMOVL $%s, AX", m)
-			e("\tVPBROADCASTD AX, %s", rs[i])
-		}
-	}
-	e("\t// S0 = U0 & 0x3f (scales 0..3), S1 = U2 & 0x0f | (U0 >> 6 & 3) << 4 (scales 4..7)")
-	e("\tVMOVDQU64 64(SI), Z18")
-	e("\tVMOVDQU64 192(SI), Z20")
-	masks("Z21", "Z22", "Z23")
-	for _, s := range []string{"VPSRLD $6, Z18, Z19", "VPANDD Z23, Z19, Z19", "VPSLLD $4, Z19, Z19",
-		"VPANDD Z22, Z20, Z20", "VPORD Z20, Z19, Z19", "VPANDD Z21, Z18, Z18"} {
-		e("\t%s", s)
-	}
+	kScales(e)
 	for c := range 4 {
 		s, sh := "Z18", 16*(c%2)
 		if c >= 2 {
@@ -164,29 +202,7 @@ func genQ4Kx16() string {
 		}
 		e("kchunk%d:", c)
 	}
-	e("\t// mins: M0 = U1 & 0x3f (0..3), M1 = U2 >> 4 & 0x0f | (U1 >> 6 & 3) << 4 (4..7),")
-	e("\t// as int16 pairs: P0 (m0, m1), P1 (m2, m3) from M0, P2, P3 from M1")
-	e("\tVMOVDQU64 128(SI), Z4")
-	e("\tVMOVDQU64 192(SI), Z5")
-	masks("Z21", "Z22", "Z23")
-	for _, s := range []string{"VPSRLD $6, Z4, Z7", "VPANDD Z23, Z7, Z7", "VPSLLD $4, Z7, Z7", "VPSRLD $4, Z5, Z5",
-		"VPANDD Z22, Z5, Z5", "VPORD Z7, Z5, Z5", "VPANDD Z21, Z4, Z4",
-		"MOVL $0xff, AX", "VPBROADCASTD AX, Z21", "MOVL $0xff00, AX", "VPBROADCASTD AX, Z22", "MOVL $0xff0000, AX", "VPBROADCASTD AX, Z23"} {
-		e("\t%s", s)
-	}
-	for _, p := range [][3]string{{"Z4", "Z0", "Z1"}, {"Z5", "Z2", "Z3"}} {
-		src, even, odd := p[0], p[1], p[2]
-		// even: (M & 0xff) | (M & 0xff00) << 8; odd: (M >> 16) & 0xff | (M >> 8) & 0xff0000
-		e("\tVPANDD Z21, %s, %s", src, even)
-		e("\tVPANDD Z22, %s, Z6", src)
-		e("\tVPSLLD $8, Z6, Z6")
-		e("\tVPORD Z6, %s, %s", even, even)
-		e("\tVPSRLD $16, %s, %s", src, odd)
-		e("\tVPANDD Z21, %s, %s", odd, odd)
-		e("\tVPSRLD $8, %s, Z6", src)
-		e("\tVPANDD Z23, Z6, Z6")
-		e("\tVPORD Z6, %s, %s", odd, odd)
-	}
+	kMinPairs(e)
 	e("\tVCVTPH2PS (SI), Z8")
 	e("\tVCVTPH2PS 32(SI), Z9")
 	e("\tMOVQ DI, R13")
@@ -573,18 +589,9 @@ func genQ4Kx16One() string {
 	e("")
 	e("k1block:")
 	e("\tVPXORD Z24, Z24, Z24")
-	e("\t// S0 = U0 & 0x3f (scales 0..3), S1 = U2 & 0x0f | (U0 >> 6 & 3) << 4 (scales 4..7)")
-	e("\tVMOVDQU64 64(SI), Z18")
-	e("\tVMOVDQU64 192(SI), Z20")
-	for i, m := range []string{"0x3f3f3f3f", "0x0f0f0f0f", "0x03030303"} {
-		e("\tMOVL $%s, AX", m)
-		e("\tVPBROADCASTD AX, Z%d", 21+i)
-	}
-	for _, s := range []string{"VPSRLD $6, Z18, Z19", "VPANDD Z23, Z19, Z19", "VPSLLD $4, Z19, Z19",
-		"VPANDD Z22, Z20, Z20", "VPORD Z20, Z19, Z19", "VPANDD Z21, Z18, Z18",
-		"MOVL $0xff, AX", "VPBROADCASTD AX, Z21"} {
-		e("\t%s", s)
-	}
+	kScales(e)
+	e("\tMOVL $0xff, AX")
+	e("\tVPBROADCASTD AX, Z21")
 	for c := range 4 {
 		sreg, sh := "Z18", 16*(c%2)
 		if c >= 2 {
@@ -620,32 +627,7 @@ func genQ4Kx16One() string {
 		e("\tVPADDD Z22, Z24, Z24")
 		e("\tVPADDD Z23, Z24, Z24")
 	}
-	e("\t// mins: M0 = U1 & 0x3f (0..3), M1 = U2 >> 4 & 0x0f | (U1 >> 6 & 3) << 4 (4..7),")
-	e("\t// as int16 pairs: P0 (m0, m1), P1 (m2, m3) from M0, P2, P3 from M1")
-	e("\tVMOVDQU64 128(SI), Z4")
-	e("\tVMOVDQU64 192(SI), Z5")
-	for i, m := range []string{"0x3f3f3f3f", "0x0f0f0f0f", "0x03030303"} {
-		e("\tMOVL $%s, AX", m)
-		e("\tVPBROADCASTD AX, Z%d", 20+i)
-	}
-	for _, s := range []string{"VPSRLD $6, Z4, Z7", "VPANDD Z22, Z7, Z7", "VPSLLD $4, Z7, Z7", "VPSRLD $4, Z5, Z5",
-		"VPANDD Z21, Z5, Z5", "VPORD Z7, Z5, Z5", "VPANDD Z20, Z4, Z4",
-		"MOVL $0xff00, AX", "VPBROADCASTD AX, Z22", "MOVL $0xff0000, AX", "VPBROADCASTD AX, Z23",
-		"MOVL $0xff, AX", "VPBROADCASTD AX, Z21"} {
-		e("\t%s", s)
-	}
-	for _, p := range [][3]string{{"Z4", "Z0", "Z1"}, {"Z5", "Z2", "Z3"}} {
-		src, even, odd := p[0], p[1], p[2]
-		e("\tVPANDD Z21, %s, %s", src, even)
-		e("\tVPANDD Z22, %s, Z6", src)
-		e("\tVPSLLD $8, Z6, Z6")
-		e("\tVPORD Z6, %s, %s", even, even)
-		e("\tVPSRLD $16, %s, %s", src, odd)
-		e("\tVPANDD Z21, %s, %s", odd, odd)
-		e("\tVPSRLD $8, %s, Z6", src)
-		e("\tVPANDD Z23, Z6, Z6")
-		e("\tVPORD Z6, %s, %s", odd, odd)
-	}
+	kMinPairs(e)
 	e("\tVPXORD Z20, Z20, Z20")
 	for p := range 4 {
 		e("\tVPDPWSSD.BCST %d(DI), Z%d, Z20", 260+4*p, p)
