@@ -33,8 +33,8 @@ const (
 )
 
 // x16Kernel is an x16 kernel: ng groups of w (each nb blocks) against one
-// pass of mc ≤ 16 activation rows (a, their records), y[j·ldy + 16g + r]
-// = weight row r of group g against activation row j.
+// pass of mc ≤ maxM activation rows (a, their records), y[j·ldy + 16g +
+// r] = weight row r of group g against activation row j.
 type x16Kernel func(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int)
 
 // x16Layout is one weight type's x16 layout: for each group of 16 rows
@@ -42,12 +42,12 @@ type x16Kernel func(w []byte, nb, ng int, a []byte, mc int, y []float32, ldy int
 // d and dmin) the 16 rows' values, then for each dword j of the rest of
 // the block (quants; Q4_K's scales, then its nibbles; Q6_K's low nibbles,
 // high pairs and scales) the bytes [4j:4j+4] of each row in turn, the
-// quants XORed with flip. The
-// kernels meet the quants as unsigned (VPDPBUSD), so a Q8_0 activation
-// record carries bias·Σq_a, which starts each lane's integer sum: Q4_0's
-// nibbles are q + 8 (bias −8), Q8_0's flipped int8 quants q + 128 (bias
-// −128). Q4_K's nibbles are its unsigned q (its minimum is a term of its
-// own), met with Q8_K records (packK).
+// quants XORed with flip. The kernels meet the quants as unsigned
+// (VPDPBUSD), so a Q8_0 activation record carries bias·Σq_a, which starts
+// each lane's integer sum: Q4_0's nibbles are q + 8 (bias −8), Q8_0's
+// flipped int8 quants q + 128 (bias −128). Q4_K's nibbles are its
+// unsigned q (its minimum is a term of its own; packRecsK), Q6_K's 6-bit
+// quants q + 32 (its records carry −32·Σq of each 16; packRecsK6).
 type x16Layout struct {
 	dt     dtype.Type
 	recipe string
