@@ -106,8 +106,8 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 
 // Derive builds a derived weight of size bytes from srcs by recipe:
 // concat_rows copies the sources' bytes one after the other;
-// repack:q4_0x16 and repack:q8_0x16 (x16.go) interleave Q4_0 or Q8_0 rows
-// of rowElems elements in groups of 16, each source on its own.
+// repack:<dtype>x16 (x16.go: q4_0, q8_0, q4_k, q6_k) interleaves rows of
+// rowElems elements in groups of 16, each source on its own.
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (buf device.Buffer, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {

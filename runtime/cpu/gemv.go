@@ -14,7 +14,7 @@ import (
 // The caller widens x to float32 once (and applies the SiLU gate), then,
 // for quantized weights, quantizes it to 8 bits once; the pool then splits
 // the rows of W in chunks, each row one dot product. The _x16 forms read W
-// in an x16 layout (q4_0x16, q8_0x16; x16.go): the activation is also
+// in an x16 layout (q4_0x16, q8_0x16, q4_kx16, q6_kx16; x16.go): the activation is also
 // packed into the x16 records, and the pool splits groups of 16 rows, each
 // one pass of the layout's kernel.
 type gemv struct {
@@ -37,13 +37,8 @@ type gemv struct {
 }
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias")}
-	if k.Variant&kernels.X16 != 0 {
-		g.x16 = x16Of(k.DType)
-		if g.x16 == nil {
-			g.wt = nil // prepare refuses it
-		}
-	}
+	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
+		x16: x16For(k)}
 	g.y = 2
 	if g.silu {
 		g.y = 3
@@ -65,10 +60,10 @@ func (g *gemv) prepare(e *Exec) error {
 	if len(e.buf(g.y)) < n*g.act.size() {
 		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), n, n*g.act.size(), ErrUnsupported)
 	}
+	if err := checkX16(e.Kernel, g.x16, g.act, n); err != nil {
+		return err
+	}
 	if g.x16 != nil {
-		if err := checkX16(g.wt, g.act, n); err != nil {
-			return err
-		}
 		e.b.scratch.x16 = growBytes(e.b.scratch.x16, g.x16.recs(1, k))
 	}
 	s := &e.b.scratch
@@ -79,11 +74,24 @@ func (g *gemv) prepare(e *Exec) error {
 	return nil
 }
 
-// checkX16 holds an _x16 kernel's command to what its layout allows: Q4_0
-// or Q8_0 weights in whole groups of 16 rows, F32 activations.
-func checkX16(wt *weightType, a act, n int) error {
-	if x16Of(wt.dt) == nil || a != actF32 {
-		return fmt.Errorf("an x16 kernel of %v with %d-byte activations: %w", wt.dt, a.size(), ErrUnsupported)
+// x16For is the layout an _x16 kernel reads (x16.go), nil for another
+// kernel or a weight type without one (checkX16 refuses that).
+func x16For(k *kernels.Kernel) *x16Layout {
+	if k.Variant&kernels.X16 == 0 {
+		return nil
+	}
+	return x16Of(k.DType)
+}
+
+// checkX16 holds an _x16 kernel's command to what its layout l allows:
+// a weight type with an x16 layout, whole groups of 16 rows, F32
+// activations. Other kernels pass.
+func checkX16(k *kernels.Kernel, l *x16Layout, a act, n int) error {
+	if k.Variant&kernels.X16 == 0 {
+		return nil
+	}
+	if l == nil || a != actF32 {
+		return fmt.Errorf("an x16 kernel of %v with %d-byte activations: %w", k.DType, a.size(), ErrUnsupported)
 	}
 	if n%x16Rows != 0 {
 		return fmt.Errorf("n %d is not whole groups of %d rows: %w", n, x16Rows, ErrUnsupported)
@@ -225,13 +233,7 @@ type gemm struct {
 }
 
 func bindGEMM(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias")}
-	if k.Variant&kernels.X16 != 0 {
-		g.x16 = x16Of(k.DType)
-		if g.x16 == nil {
-			g.wt = nil // prepare refuses it
-		}
-	}
+	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias"), x16: x16For(k)}
 	return g, unsafe.Pointer(&g.p)
 }
 
@@ -248,10 +250,10 @@ func (g *gemm) prepare(e *Exec) error {
 	}
 	g.maxM = m
 	s := &e.b.scratch
+	if err := checkX16(e.Kernel, g.x16, g.act, n); err != nil {
+		return err
+	}
 	if g.x16 != nil {
-		if err := checkX16(g.wt, g.act, n); err != nil {
-			return err
-		}
 		s.x16 = growBytes(s.x16, g.x16.recs(m, k))
 	}
 	s.f = grow(s.f, m*k)

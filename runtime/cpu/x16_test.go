@@ -601,3 +601,25 @@ func TestKx16IsThePlainDot(t *testing.T) {
 		}
 	}
 }
+
+// Every _x16 kernel of the catalog has its layout here (kernels' repacked
+// types and x16All agree), and a kernel without one is refused at prepare.
+func TestEveryX16KernelHasItsLayout(t *testing.T) {
+	n := 0
+	for _, k := range kernels.All() {
+		if k.Variant&kernels.X16 == 0 {
+			continue
+		}
+		n++
+		if x16For(k) == nil {
+			t.Errorf("%s: no x16 layout for %v", k.Name, k.DType)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the catalog has no _x16 kernels")
+	}
+	bad := &kernels.Kernel{Name: "gemv_q5_0_x16_f32", Spec: kernels.Spec{Op: kernels.OpGEMV, DType: dtype.Q5_0, Variant: kernels.X16, Act: dtype.F32}}
+	if err := checkX16(bad, x16For(bad), actF32, 16); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("an x16 kernel of a type without a layout: got %v, want ErrUnsupported", err)
+	}
+}
