@@ -15,7 +15,10 @@ import (
 //
 // An entry's parameters are its buffers' device pointers in the body's
 // order and last a pointer to the parameter struct in device memory (the
-// bound lengths that bounds.h reads follow it there). Threadgroup memory
+// bound lengths that bounds.h reads follow it there). Each entry lets the
+// next command launch and waits for the commands before it (programmatic
+// dependent launch, prelude_cuda.h) after reading its parameters, which
+// only the host writes. Threadgroup memory
 // is the launch's dynamic shared memory; thread positions are Metal's,
 // from the block's: the threadgroup index is blockIdx, the thread index
 // in it is threadIdx linearized x-first.
@@ -71,13 +74,17 @@ func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (strin
 	// through any pointer may alias the struct, for all the compiler
 	// knows).
 	byRef := strings.Contains(body, "bound_bytes(")
+	// A family whose bodies call grid_wait themselves (prelude_cuda.h) do
+	// so after prefetching what no command writes; the others' entries
+	// wait before the body runs.
+	waits := !strings.Contains(body, "grid_wait()")
 	for _, n := range names {
-		writeCUDAEntry(&b, es[n], byRef)
+		writeCUDAEntry(&b, es[n], byRef, waits)
 	}
 	return b.String(), nil
 }
 
-func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
+func writeCUDAEntry(b *strings.Builder, e *Entry, byRef, waits bool) {
 	var ps []string
 	var pname, ptype string
 	uses := map[string]bool{}
@@ -123,6 +130,10 @@ func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 		fmt.Fprintf(b, "    %s& %s = *akunu_p;\n", ptype, pname)
 	} else {
 		fmt.Fprintf(b, "    %s %s = *akunu_p;\n", ptype, pname)
+	}
+	b.WriteString("    grid_dependents();\n")
+	if waits {
+		b.WriteString("    grid_wait();\n")
 	}
 	fmt.Fprintf(b, "    %s(%s);\n}\n", e.Call, args(e))
 }

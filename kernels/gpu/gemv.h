@@ -17,14 +17,29 @@
 // projection reads gate and up directly and no silu_gate dispatch runs.
 #include "gemv_rows.h"
 
+// gemv_prefetch asks for the weight rows [row0, row0 + nrows) in the L2
+// cache, each of the n threads taking every n-th 128-byte line from thread
+// t, and then waits for the commands before (grid_wait, prelude_cuda.h):
+// no command writes the weights, so on CUDA their reads from memory overlap
+// the command before this one. Every threadgroup waits, an idle one too,
+// so no command after this one can finish before the ones before it.
+template <int T>
+inline void gemv_prefetch(device const uchar* w, uint k, uint row0, uint nrows, uint t, uint n) {
+    ulong rb = row_bytes<T>(k);
+    device const uchar* base = w + row0 * rb;
+    for (ulong off = ulong(t) * 128; off < nrows * rb; off += ulong(n) * 128) prefetch_l2(base + off);
+    grid_wait();
+}
+
 // gemv_standard: standard and wide shapes.
 template <int T, bool S>
 inline void gemv_standard(device const uchar* w, device const half* x, device const half* up,
                           device half* y, device const float* bias, constant GEMVParams& p,
                           uint tg, uint sg, uint lane) {
     uint row0 = (tg * nsg + sg) * nr;
-    if (row0 >= p.n) return;
-    uint nrows = min(nr, p.n - row0);
+    uint nrows = row0 < p.n ? min(nr, p.n - row0) : 0;
+    gemv_prefetch<T>(w, p.k, row0, nrows, lane, 32);
+    if (nrows == 0) return;
     float sums[GEMV_MAX_NR];
     gemv_rows<T, S>(w, x, up, p.k, row0, nrows, lane, 32, sums);
     for (uint r = 0; r < nr; r++) {
@@ -40,6 +55,7 @@ inline void gemv_large_k(device const uchar* w, device const half* x, device con
                          threadgroup float* tgmem, uint tg, uint sg, uint lane) {
     uint row0 = tg * nr;
     uint nrows = row0 < p.n ? min(nr, p.n - row0) : 0;
+    gemv_prefetch<T>(w, p.k, row0, nrows, 32 * sg + lane, 32 * 4);
     float sums[GEMV_MAX_NR];
     if (nrows > 0) {
         gemv_rows<T, S>(w, x, up, p.k, row0, nrows, 32 * sg + lane, 32 * 4, sums);

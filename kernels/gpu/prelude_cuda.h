@@ -92,6 +92,25 @@ inline void threadgroup_barrier(mem_flags::flags f) {
     __syncthreads();
 }
 inline void simdgroup_barrier(mem_flags::flags) { __syncwarp(); }
+
+// ---- Programmatic dependent launch (sm_90 and later): runtime/cuda
+// launches every command so that it may start while the command before it
+// still runs. grid_dependents lets the next command's threadgroups be
+// scheduled; grid_wait returns once every command before has finished and
+// its writes are visible. Every CUDA entry calls grid_dependents, then
+// grid_wait before its body (kernels/gpu.CUDA), unless its family calls
+// grid_wait itself after work that touches no buffer a command writes
+// (the GEMVs prefetch their weights first). Where the launch did not ask
+// for it, grid_wait returns at once.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+inline void grid_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+inline void grid_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+#else
+inline void grid_dependents() {}
+inline void grid_wait() {}
+#endif
+// prefetch_l2 asks for the 128-byte line holding p in the L2 cache.
+inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
                               
                               // ---- The 8×8 tile primitive (one warp), on the tensor cores: tile_mma is
 // one mma.sync m16n8k8 (f16 inputs, f32 accumulation, as Metal's

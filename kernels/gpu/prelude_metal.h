@@ -9,6 +9,13 @@ using namespace metal;
 
 #define AKUNU_METAL 1
 
+// ---- prelude_cuda.h's launch hooks, as no-ops: a Metal command encoder
+// orders its dispatches itself and has no L2 prefetch to ask for, so the
+// bodies that call them stay one source.
+inline void grid_dependents() {}
+inline void grid_wait() {}
+inline void prefetch_l2(device const void*) {}
+
 // ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
 // unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
 // tile_load reads an 8×8 block of halves at src (row stride ld), transposed

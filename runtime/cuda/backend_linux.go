@@ -66,6 +66,10 @@ type Backend struct {
 
 	args [12]uintptr // cuLaunchKernel's arguments: the per-step path allocates nothing
 
+	pdl  bool         // launches let a command start before the one before it ends
+	cfg  launchConfig // cuLaunchKernelEx's configuration, rewritten per launch
+	attr launchAttr   // its one attribute: programmatic stream serialization
+
 	uploaded   int64
 	uploadTime time.Duration
 
@@ -86,7 +90,35 @@ type Options struct {
 	// of replaying each step as a captured CUDA graph (for comparison;
 	// AKUNU_CUDA_GRAPHS=0 sets it).
 	NoGraphs bool
+	// NoPDL launches every command only once the one before it has
+	// finished. By default, on compute capability 9.0 and later, a command
+	// is launched while the one before it runs (programmatic dependent
+	// launch): its threadgroups start, read their parameters and prefetch
+	// their weights, then wait for the command before (grid_wait in
+	// kernels/gpu/prelude_cuda.h). AKUNU_CUDA_PDL=0 sets it.
+	NoPDL bool
 }
+
+// launchConfig is the driver's CUlaunchConfig, launchAttr its
+// CUlaunchAttribute (an id, padding, a 64-byte value union).
+type launchConfig struct {
+	grid, block [3]uint32
+	shmem       uint32
+	_           uint32
+	stream      uintptr
+	attrs       *launchAttr
+	nattrs      uint32
+	_           uint32
+}
+
+type launchAttr struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+// attrProgrammaticSerialization is CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+const attrProgrammaticSerialization = 6
 
 // Device describes the GPU.
 type Device struct {
@@ -122,6 +154,9 @@ func New(opt Options) (*Backend, error) {
 	if os.Getenv("AKUNU_CUDA_GRAPHS") == "0" {
 		opt.NoGraphs = true
 	}
+	if os.Getenv("AKUNU_CUDA_PDL") == "0" {
+		opt.NoPDL = true
+	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
 	if os.Getenv("AKUNU_CUDA_PROFILE") == "1" {
 		b.prof = &profiler{byName: map[string]*profStat{}}
@@ -149,6 +184,10 @@ func New(opt Options) (*Backend, error) {
 	maj, mnr := d.version()
 	b.dev.NVRTC = fmt.Sprintf("%s (%d.%d)", d.nvrtcPath, maj, mnr)
 	b.arch = b.dev.Major*10 + b.dev.Minor
+	b.pdl = !opt.NoPDL && d.cuLaunchKernelEx != 0 && b.arch >= 90
+	b.attr.id = attrProgrammaticSerialization
+	b.attr.value[0] = 1
+	b.cfg.attrs, b.cfg.nattrs = &b.attr, 1
 	if r := d.call(d.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&b.ctx)), uintptr(dev)); r != 0 {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, d.err("cuDevicePrimaryCtxRetain", r))
 	}
@@ -651,6 +690,7 @@ type command struct {
 	bounds    bool
 	patches   []device.Patch
 	off       int // offset of its parameters in a step slot
+	early     bool // launched to start before the command before it ends (Options.NoPDL)
 	vals      [maxArgs]uint64
 	ptrs      [maxArgs]uintptr // kernelParams: the addresses of vals
 	nargs     int
@@ -737,8 +777,16 @@ func (b *Backend) bindCommand(dc *device.Command) (*command, error) {
 		c.ptrs[i] = uintptr(unsafe.Pointer(&c.vals[i]))
 	}
 	c.patches = append([]device.Patch(nil), dc.Patches...)
+	c.early = b.pdl && !lateFamilies[pl.entry.File]
 	return c, nil
 }
+
+// lateFamilies are the kernel families launched only once the command
+// before has ended, with programmatic dependent launch on: the prefill
+// GEMMs and attention: started early, they made a 512-token prefill
+// 4–17% slower on an H100; launched late, prefill is as fast as without
+// programmatic launch, and decode keeps its gain (docs/cuda.md).
+var lateFamilies = map[string]bool{"gemm.h": true, "gemm_id.h": true, "attention_prefill.h": true}
 
 // grow makes room for reps step slots per generation (only a longer
 // chain than any before allocates).
@@ -923,18 +971,25 @@ func (b *Backend) launchStep(p *program, step plans.Step, s, at int) error {
 			}
 		}
 		c.vals[len(c.order)] = p.dev + uint64(at) + uint64(c.off)
-		b.args[0] = c.fn
-		b.args[1], b.args[2], b.args[3] = uintptr(c.grid[0]), uintptr(c.grid[1]), uintptr(c.grid[2])
-		b.args[4], b.args[5], b.args[6] = uintptr(c.blk[0]), uintptr(c.blk[1]), uintptr(c.blk[2])
-		b.args[7], b.args[8], b.args[9], b.args[10] = uintptr(c.shmem), b.strm, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
+		fn, n, name := b.d.cuLaunchKernel, 11, "cuLaunchKernel"
+		if c.early {
+			b.cfg.grid, b.cfg.block, b.cfg.shmem, b.cfg.stream = c.grid, c.blk, c.shmem, b.strm
+			b.args[0], b.args[1], b.args[2], b.args[3] = uintptr(unsafe.Pointer(&b.cfg)), c.fn, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
+			fn, n, name = b.d.cuLaunchKernelEx, 4, "cuLaunchKernelEx"
+		} else {
+			b.args[0] = c.fn
+			b.args[1], b.args[2], b.args[3] = uintptr(c.grid[0]), uintptr(c.grid[1]), uintptr(c.grid[2])
+			b.args[4], b.args[5], b.args[6] = uintptr(c.blk[0]), uintptr(c.blk[1]), uintptr(c.blk[2])
+			b.args[7], b.args[8], b.args[9], b.args[10] = uintptr(c.shmem), b.strm, uintptr(unsafe.Pointer(&c.ptrs[0])), 0
+		}
 		var r int
 		if b.prof != nil {
-			r = b.around(c.kernel, func() int { return b.callArgs(b.d.cuLaunchKernel, 11) })
+			r = b.around(c.kernel, func() int { return b.callArgs(fn, n) })
 		} else {
-			r = b.callArgs(b.d.cuLaunchKernel, 11)
+			r = b.callArgs(fn, n)
 		}
 		if r != 0 {
-			return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err("cuLaunchKernel", r))
+			return fmt.Errorf("cuda: %s (step %d): %w", c.label, s, b.d.err(name, r))
 		}
 		if b.opt.SyncEachCommand {
 			b.args[0] = b.strm

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 )
 
 // The compiled-kernel cache: a cubin put under its key comes back; a key
@@ -38,5 +39,28 @@ func TestKernelCache(t *testing.T) {
 	off.put(key, cubin)
 	if off.get(key) != nil {
 		t.Error("the disabled cache hit")
+	}
+}
+
+// The launch structures are the driver's (cuda.h: CUlaunchConfig,
+// CUlaunchAttribute), field for field.
+func TestLaunchStructsMatchTheDriver(t *testing.T) {
+	var c launchConfig
+	var a launchAttr
+	for _, x := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof(CUlaunchConfig)", unsafe.Sizeof(c), 56},
+		{"sharedMemBytes", unsafe.Offsetof(c.shmem), 24},
+		{"hStream", unsafe.Offsetof(c.stream), 32},
+		{"attrs", unsafe.Offsetof(c.attrs), 40},
+		{"numAttrs", unsafe.Offsetof(c.nattrs), 48},
+		{"sizeof(CUlaunchAttribute)", unsafe.Sizeof(a), 72},
+		{"value", unsafe.Offsetof(a.value), 8},
+	} {
+		if x.got != x.want {
+			t.Errorf("%s = %d, the driver's is %d", x.name, x.got, x.want)
+		}
 	}
 }

@@ -30,6 +30,7 @@ type driver struct {
 	cuMemGetInfo                                                                           uintptr
 	cuStreamBeginCapture, cuStreamEndCapture, cuGraphInstantiate, cuGraphLaunch            uintptr
 	cuGraphDestroy, cuGraphExecDestroy                                                     uintptr
+	cuLaunchKernelEx                                                                       uintptr // 0 where the driver lacks it (before CUDA 12)
 
 	nvrtcVersion, nvrtcCreateProgram, nvrtcCompileProgram, nvrtcDestroyProgram   uintptr
 	nvrtcGetProgramLogSize, nvrtcGetProgramLog, nvrtcGetCUBINSize, nvrtcGetCUBIN uintptr
@@ -81,15 +82,13 @@ func openDriver() (*driver, error) {
 		{&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"}, {&d.cuStreamEndCapture, "cuStreamEndCapture"},
 		{&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"}, {&d.cuGraphLaunch, "cuGraphLaunch"},
 		{&d.cuGraphDestroy, "cuGraphDestroy"}, {&d.cuGraphExecDestroy, "cuGraphExecDestroy"},
-		{&d.cuStreamBeginCapture, "cuStreamBeginCapture_v2"}, {&d.cuStreamEndCapture, "cuStreamEndCapture"},
-		{&d.cuGraphInstantiate, "cuGraphInstantiateWithFlags"}, {&d.cuGraphLaunch, "cuGraphLaunch"},
-		{&d.cuGraphDestroy, "cuGraphDestroy"}, {&d.cuGraphExecDestroy, "cuGraphExecDestroy"},
 	}
 	for _, s := range syms {
 		if *s.p, err = purego.Dlsym(cu, s.name); err != nil {
 			return nil, fmt.Errorf("%w: libcuda.so.1 has no %s", ErrUnavailable, s.name)
 		}
 	}
+	d.cuLaunchKernelEx, _ = purego.Dlsym(cu, "cuLaunchKernelEx")
 	nv, path, err := openNVRTC()
 	if err != nil {
 		return nil, err
