@@ -74,17 +74,13 @@ func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (strin
 	// through any pointer may alias the struct, for all the compiler
 	// knows).
 	byRef := strings.Contains(body, "bound_bytes(")
-	// A family whose bodies call grid_wait themselves (prelude_cuda.h) do
-	// so after prefetching what no command writes; the others' entries
-	// wait before the body runs.
-	waits := !strings.Contains(body, "grid_wait()")
 	for _, n := range names {
-		writeCUDAEntry(&b, es[n], byRef, waits)
+		writeCUDAEntry(&b, es[n], byRef)
 	}
 	return b.String(), nil
 }
 
-func writeCUDAEntry(b *strings.Builder, e *Entry, byRef, waits bool) {
+func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 	var ps []string
 	var pname, ptype string
 	uses := map[string]bool{}
@@ -132,7 +128,7 @@ func writeCUDAEntry(b *strings.Builder, e *Entry, byRef, waits bool) {
 		fmt.Fprintf(b, "    %s %s = *akunu_p;\n", ptype, pname)
 	}
 	b.WriteString("    grid_dependents();\n")
-	if waits {
+	if !e.Waits { // the body does not wait itself (Entry.Waits)
 		b.WriteString("    grid_wait();\n")
 	}
 	fmt.Fprintf(b, "    %s(%s);\n}\n", e.Call, args(e))

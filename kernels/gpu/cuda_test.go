@@ -122,3 +122,48 @@ func TestEveryGPUKernelHasAnEntry(t *testing.T) {
 		}
 	}
 }
+
+// Every CUDA entry lets the next command launch, and waits for the
+// commands before it unless its body does (Entry.Waits: after reading only
+// what no command writes); the bodies that wait are found through the
+// family's own functions.
+func TestEntriesWaitForTheCommandsBefore(t *testing.T) {
+	es, err := Entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{
+		"gemv_q4_0_l": true, "gemv_wide_q6_k": true, "gemv_f16_silu": true, "residual_rmsnorm_f16": true,
+		"layernorm_f16": true, "head_norm_rope_neox_kv_write_f16": true, "rope_qkv_write_rows_f16": true,
+		"head_rmsnorm_f16": false, "rope_f16": false, "flash_attention_decode_parallel_f16": false,
+		"simd_gemm_q4_0": false, "argmax_f16": false,
+	} {
+		e := es[name]
+		if e == nil {
+			t.Fatalf("no entry %s", name)
+		}
+		if e.Waits != want {
+			t.Errorf("%s: Waits = %v, want %v", name, e.Waits, want)
+		}
+		src, err := CUDA([]string{name}, nil, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := src[strings.Index(src, "__global__ void "+name+"("):]
+		if !strings.Contains(entry, "grid_dependents();") || strings.Contains(entry, "grid_wait();") == want {
+			t.Errorf("%s's entry:\n%s", name, entry)
+		}
+	}
+	code := `inline void leaf(device float* x) { grid_wait(); x[0] = 1; }
+inline void mid(device float* x) { leaf(x); }
+template <int T> inline void top(device float* x) { if (T) mid<T>(x); }
+inline void other(device float* x) { x[0] = 2; }`
+	_, top, err := bodyParams(code, "top")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := bodyParams(code, "other")
+	if !waits(code, top, map[string]bool{"top": true}) || waits(code, other, map[string]bool{"other": true}) {
+		t.Error("waits does not follow the family's calls to grid_wait")
+	}
+}

@@ -30,6 +30,10 @@ type Entry struct {
 	// Body is the body function's code (its braces' contents, comments
 	// removed).
 	Body string
+	// Waits: the body calls grid_wait itself (prelude_cuda.h), directly or
+	// through functions of its family's file, after reading what no command
+	// writes; the CUDA entry then does not wait before calling it.
+	Waits bool
 }
 
 // Param is one parameter of a body function: its declared type (with the
@@ -65,6 +69,7 @@ var (
 	entryRE   = regexp.MustCompile(`(?m)^//! entry (\w+) = (\w+)(<[^>\n]*>)?\s*$`)
 	commentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
 	includeRE = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
+	callRE    = regexp.MustCompile(`\b(\w+)\s*(?:<[^;{}()]*>)?\s*\(`)
 )
 
 // Families lists the body files that define entries, sorted.
@@ -106,7 +111,7 @@ func Entries() (map[string]*Entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
 			}
-			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body}
+			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body, Waits: waits(code, body, map[string]bool{fn: true})}
 			for _, p := range params {
 				if err := classify(&p, k); err != nil {
 					return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
@@ -120,6 +125,25 @@ func Entries() (map[string]*Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// waits reports whether body, a function of code, calls grid_wait()
+// directly or through the void functions code defines (seen: those
+// already looked at).
+func waits(code, body string, seen map[string]bool) bool {
+	if strings.Contains(body, "grid_wait()") {
+		return true
+	}
+	for _, m := range callRE.FindAllStringSubmatch(body, -1) {
+		if seen[m[1]] {
+			continue
+		}
+		seen[m[1]] = true
+		if _, b, err := bodyParams(code, m[1]); err == nil && waits(code, b, seen) {
+			return true
+		}
+	}
+	return false
 }
 
 // bodyParams finds the definition of function fn (a template or not) in

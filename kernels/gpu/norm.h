@@ -19,14 +19,43 @@ inline float tg_sum(float v, threadgroup float* tg, uint off, uint tid, uint ntg
     return s;
 }
 
+// A thread keeps up to NORM_HELD of its elements (and their weights) in
+// registers, so the output pass reads nothing from memory again; a longer
+// row's further elements are read again from memory.
+#define NORM_HELD 4
+
+// norm_row reads the weights (and bias) before grid_wait: no command writes
+// them, so on CUDA those reads overlap the command before (prelude_cuda.h).
 template <bool RES, bool LN>
 inline void norm_row(device const half* x, device half* residual, device const float* weight,
                      device const float* bias, device half* out, constant NormParams& p,
                      threadgroup float* tg, uint row, uint tid, uint ntg) {
+    float wv[NORM_HELD], bv[NORM_HELD], xv[NORM_HELD];
+    for (uint j = 0; j < NORM_HELD; j++) {
+        uint i = tid + j * ntg;
+        wv[j] = i < p.dim ? weight[i] : 0.0f;
+        bv[j] = LN && has_bias && i < p.dim ? bias[i] : 0.0f;
+    }
+    grid_wait();
     if (row >= p.n_rows) return;
     ulong base = ulong(row) * p.stride;
     float s = 0.0f, s2 = 0.0f;
-    for (uint i = tid; i < p.dim; i += ntg) {
+    for (uint j = 0; j < NORM_HELD; j++) { // unrolled: xv stays in registers
+        uint i = tid + j * ntg;
+        float v = 0.0f;
+        if (i < p.dim) {
+            v = float(x[base + i]);
+            if (RES) {
+                half r = half(float(residual[base + i]) + v);
+                residual[base + i] = r;
+                v = float(r);
+            }
+        }
+        xv[j] = v;
+        s += v;
+        s2 += v * v;
+    }
+    for (uint i = tid + NORM_HELD * ntg; i < p.dim; i += ntg) {
         float v = float(x[base + i]);
         if (RES) {
             half r = half(float(residual[base + i]) + v);
@@ -44,7 +73,13 @@ inline void norm_row(device const half* x, device half* residual, device const f
     } else {
         inv = rsqrt(tg_sum(s2, tg, 0, tid, ntg) / float(p.dim) + p.eps);
     }
-    for (uint i = tid; i < p.dim; i += ntg) {
+    for (uint j = 0; j < NORM_HELD; j++) {
+        uint i = tid + j * ntg;
+        float o = (xv[j] - mean) * inv * wv[j];
+        if (LN && has_bias) o += bv[j];
+        if (i < p.dim) out[base + i] = half(o);
+    }
+    for (uint i = tid + NORM_HELD * ntg; i < p.dim; i += ntg) {
         float v = float(RES ? residual[base + i] : x[base + i]);
         float o = (v - mean) * inv * weight[i];
         if (LN && has_bias) o += bias[i];

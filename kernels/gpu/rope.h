@@ -99,6 +99,11 @@ inline void rope_rows(device half* x,
 // ROWS the row's position and slot come from pos and seq, and k_bytes and
 // v_bytes are the caches' bound lengths; the guard depends on t alone, so
 // a whole threadgroup returns before any barrier or none does.
+//
+// Before grid_wait (prelude_cuda.h) it reads only what no command writes:
+// the norm weights of its pair and, without ROWS (the position is a
+// parameter), the pair's angle, whose pow, cos and sin then overlap the
+// command before on CUDA.
 template <bool NEOX, bool NORM, bool ROWS>
 inline void rope_kv(device const half* q, device const half* k, device const half* v,
                     device const float* q_norm, device const float* k_norm,
@@ -107,6 +112,18 @@ inline void rope_kv(device const half* q, device const half* k, device const hal
                     ulong k_bytes, ulong v_bytes, constant RoPEQKVWriteParams& p,
                     threadgroup float* tg, uint3 tgpig, uint tid, uint ntg) {
     uint h = tgpig.x, t = tgpig.y;
+    bool is_q = h < p.n_heads, pair = tid < p.rope_dim / 2;
+    device const float* nw = is_q ? q_norm : k_norm;
+    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
+    uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
+    float2 cs;
+    cs.x = cs.y = 0.0f;
+    float w0 = 1.0f, w1 = 1.0f;
+    if (pair) {
+        if (!ROWS) cs = rope_cs(a, factors, tid, p.position + t);
+        if (NORM) { w0 = nw[ix.x]; w1 = nw[ix.y]; }
+    }
+    grid_wait();
     if (t >= p.n_tokens) return;
     uint pos = p.position + t;
     if (ROWS) {
@@ -116,7 +133,6 @@ inline void rope_kv(device const half* q, device const half* k, device const hal
         k_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * head_dim;
         v_cache += ulong(seq) * p.n_kv_heads * p.max_ctx * p.head_dim_v;
     }
-    bool is_q = h < p.n_heads;
     uint kh = h - p.n_heads;
     device const half* src = is_q ? q + ulong(t) * p.q_stride + h * head_dim
                                   : k + ulong(t) * p.kv_stride + kh * head_dim;
@@ -133,13 +149,10 @@ inline void rope_kv(device const half* q, device const half* k, device const hal
         for (uint g = 0; g < (ntg + 31) / 32; g++) s2 += tg[g];
         inv = rsqrt(s2 / float(head_dim) + p.eps);
     }
-    device const float* nw = is_q ? q_norm : k_norm;
-    RopeArgs a = {p.rope_dim, p.orig_ctx, p.theta, p.freq_scale, p.attn_factor, p.ext_factor, p.beta_fast, p.beta_slow};
-    if (tid < p.rope_dim / 2) {
-        float2 cs = rope_cs(a, factors, tid, pos);
-        uint2 ix = pair_index<NEOX>(tid, p.rope_dim);
+    if (pair) {
+        if (ROWS) cs = rope_cs(a, factors, tid, pos);
         float x0 = float(src[ix.x]), x1 = float(src[ix.y]);
-        if (NORM) { x0 *= inv * nw[ix.x]; x1 *= inv * nw[ix.y]; }
+        if (NORM) { x0 *= inv * w0; x1 *= inv * w1; }
         dst[ix.x] = half(x0 * cs.x - x1 * cs.y);
         dst[ix.y] = half(x0 * cs.y + x1 * cs.x);
     }
