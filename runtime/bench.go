@@ -15,6 +15,9 @@ type BenchResult struct {
 	PP, TG       []float64 // tok/s per repetition
 	PromptTokens int
 	GenTokens    int
+	// DecodeContext is the prompt the tg test decodes after: its tokens
+	// are at positions before the first one timed.
+	DecodeContext int
 }
 
 // benchPrompt is n tokens: what they say does not matter to the timing.
@@ -31,26 +34,43 @@ func (m *Model) benchPrompt(n, salt int) []int32 {
 // Bench, 0 and the aggregate decode for BenchBatch.
 type BenchProgress func(rep int, ppRate, tgRate float64)
 
-// Bench runs reps repetitions of a pp-token prefill followed by tg greedy
-// decode tokens (EOS ignored) from an empty session, after one warm-up.
-func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) { return m.BenchEach(pp, tg, reps, nil) }
+// Bench runs reps repetitions, after one warm-up, of a pp-token prefill
+// and of tg greedy decode tokens (EOS ignored) after a one-token prompt,
+// each from an empty session: llama-bench's pp and tg tests.
+func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) { return m.BenchEach(pp, tg, 1, reps, nil) }
 
-// BenchEach is Bench telling each repetition to each (which may be nil).
-func (m *Model) BenchEach(pp, tg, reps int, each BenchProgress) (*BenchResult, error) {
-	prompt := m.benchPrompt(pp, 0)
-	r := &BenchResult{PromptTokens: pp, GenTokens: tg}
+// BenchEach is Bench with the tg test decoding after a prompt of ctx
+// tokens (≥ 1; llama-bench's tg test starts from an empty context, and a
+// session's first token is a prompt's), telling each repetition to each
+// (which may be nil). With ctx == pp one generation serves both tests.
+func (m *Model) BenchEach(pp, tg, ctx, reps int, each BenchProgress) (*BenchResult, error) {
+	ctx = max(ctx, 1)
+	r := &BenchResult{PromptTokens: pp, GenTokens: tg, DecodeContext: ctx}
 	s, err := m.NewSession()
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	for i := -1; i < reps; i++ {
+	gen := func(prompt []int32, n int) (*Result, error) {
 		s.Reset()
-		res, err := s.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: tg + 1, IgnoreEOS: true})
+		return s.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: n, IgnoreEOS: true})
+	}
+	for i := -1; i < reps; i++ {
+		first := 1
+		if ctx == pp {
+			first = tg + 1
+		}
+		res, err := gen(m.benchPrompt(pp, 0), first)
 		if err != nil {
 			return nil, err
 		}
-		ppRate, tgRate := float64(pp)/res.PromptTime.Seconds(), float64(len(res.Tokens)-1)/res.DecodeTime.Seconds()
+		ppRate := float64(pp) / res.PromptTime.Seconds()
+		if ctx != pp {
+			if res, err = gen(m.benchPrompt(ctx, 0), tg+1); err != nil {
+				return nil, err
+			}
+		}
+		tgRate := float64(len(res.Tokens)-1) / res.DecodeTime.Seconds()
 		if each != nil {
 			each(i+1, ppRate, tgRate)
 		}

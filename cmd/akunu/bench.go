@@ -22,7 +22,7 @@ func init() {
 		Name: "bench",
 		Summary: "measure prompt processing and generation speed (llama-bench style), decode bandwidth, " +
 			"batched decode of many sequences (--batch) and streaming latency (--stream)",
-		Usage: "PLAN [-p 512] [-n 128] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
+		Usage: "PLAN [-p 512] [-n 128] [-c 1] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
 			"       [--embed 1,32 [--embed-tokens 64]]: embedding throughput, inputs per second (the default for an embedding model)\n" +
 			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]\n" +
 			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]: decode with and without the constraint, alternating",
@@ -60,6 +60,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	fs := ctx.Flags("bench")
 	pp := fs.Int("p", 512, "prompt tokens")
 	tg := fs.Int("n", 128, "generated tokens")
+	tgCtx := fs.Int("c", 1, "prompt tokens before the decode test: tg is timed from this context (1: from an empty one, as llama-bench's tg; -c equal to -p: the decode after the pp prompt)")
 	reps := fs.Int("r", 5, "repetitions")
 	batchList := fs.String("batch", "", "also decode B sequences together for each B listed (1,2,4,8,16): aggregate tok/s")
 	embedList := fs.String("embed", "", "embed B inputs together for each B listed (1,32): inputs/s; an embedding model's plan does only this (default 1,32)")
@@ -73,7 +74,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("r", *reps, 1, ""), lf.check(), bs.check(), cf.check(), cf.notWithSpec(*bs.spec.mode)); err != nil {
+	if err := firstError(atLeast("p", *pp, 1, ""), atLeast("n", *tg, 1, ""), atLeast("c", *tgCtx, 1, ""), atLeast("r", *reps, 1, ""), lf.check(), bs.check(), cf.check(), cf.notWithSpec(*bs.spec.mode)); err != nil {
 		return err
 	}
 	if _, err := cf.parse(io.Discard); err != nil { // a bad file is refused before the model loads
@@ -125,12 +126,18 @@ func runBench(ctx *cli.Context, args []string) error {
 	}
 	// A generation stops at a full context: tg tokens past it would be
 	// fewer tokens timed under tg's name.
-	if c := m.Ctx(); max(*pp, 16)+*tg > c {
-		return cli.FlagError{Flag: "p", Msg: fmt.Sprintf("%d plus -n %d: %d positions, more than the plan's context of %d", *pp, *tg, max(*pp, 16)+*tg, c)}
+	if c := m.Ctx(); *pp+1 > c {
+		return cli.FlagError{Flag: "p", Msg: fmt.Sprintf("%d plus the token it gives: more positions than the plan's context of %d", *pp, c)}
+	} else if *tgCtx+*tg > c {
+		return cli.FlagError{Flag: "n", Msg: fmt.Sprintf("%d after -c %d: %d positions, more than the plan's context of %d", *tg, *tgCtx, *tgCtx+*tg, c)}
+	}
+	tgName := fmt.Sprintf("tg%d", *tg)
+	if *tgCtx > 1 {
+		tgName += fmt.Sprintf(" @ d%d", *tgCtx) // llama-bench's name for a decode at a depth
 	}
 	prog := newProgress(ctx.Stderr, *reps)
-	prog.phase(fmt.Sprintf("pp%d and tg%d, %d runs after a warm-up", *pp, *tg, *reps))
-	r, err := m.BenchEach(*pp, *tg, *reps, func(rep int, ppRate, tgRate float64) {
+	prog.phase(fmt.Sprintf("pp%d and %s, %d runs after a warm-up", *pp, tgName, *reps))
+	r, err := m.BenchEach(*pp, *tg, *tgCtx, *reps, func(rep int, ppRate, tgRate float64) {
 		prog.rep(rep, fmt.Sprintf("pp %.2f t/s, tg %.2f t/s", ppRate, tgRate))
 	})
 	prog.done()
@@ -187,7 +194,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	if *asJSON {
 		out := map[string]any{
 			"plan": pos[0], "chip": tgt.Chip, "backend": m.Backend().Name(), "threads": threads,
-			"pp": *pp, "tg": *tg, "reps": *reps,
+			"pp": *pp, "tg": *tg, "tg_context": *tgCtx, "reps": *reps,
 			"pp_tok_s": ppM, "pp_tok_s_sd": ppSD, "tg_tok_s": tgM, "tg_tok_s_sd": tgSD, "tg_tok_s_median": tgMed,
 			"pp_runs": r.PP, "tg_runs": r.TG,
 			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved,
@@ -211,7 +218,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	for _, row := range []struct {
 		test  string
 		m, sd float64
-	}{{fmt.Sprintf("pp%d", *pp), ppM, ppSD}, {fmt.Sprintf("tg%d", *tg), tgM, tgSD}} {
+	}{{fmt.Sprintf("pp%d", *pp), ppM, ppSD}, {tgName, tgM, tgSD}} {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s\t%.2f ± %.2f\t\n", m.Plan.Header.Model.File, tgt.Chip, m.Backend().Name(), threads, row.test, row.m, row.sd)
 	}
 	w.Flush()

@@ -69,7 +69,9 @@ func TestEveryBadFlagIsOneLineAndExit2(t *testing.T) {
 	add("bench", "batch", "--batch", "99999")
 	add("bench", "threads", "--threads", "-3")
 	add("bench", "p", "-p", "5000", "-r", "1") // past the plan's context of 256
-	add("bench", "p", "-p", "200", "-n", "100", "-r", "1")
+	add("bench", "n", "-p", "16", "-c", "200", "-n", "100", "-r", "1") // decode past the context
+	add("bench", "n", "-p", "16", "-n", "300", "-r", "1")
+	add("bench", "c", "-c", "0")
 	add("serve", "port", "--port", "-1")
 	add("serve", "port", "--port", "65536")
 	add("serve", "parallel", "--parallel", "0")

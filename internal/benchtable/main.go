@@ -13,7 +13,7 @@
 //	    [-threads 1,2,8,16] [-chip cpu-avx2] [-rounds 3] [-r 3] [-p 512] [-n 128] [-long 4096] [-kv f16] [-json] model.gguf...
 //
 // With -long N a third row per (model, threads) times decode at a long
-// context: tg32 after an N-token prompt (akunu bench -p N -n 32 on a plan
+// context: tg32 after an N-token prompt (akunu bench -p N -c N -n 32 on a plan
 // compiled for N + 64 positions; llamapeer -p 0 -c N -n 32), one run
 // after a warm-up per engine and round. -kv picks both engines' KV cache
 // type (akunuc compile --kv-type, llamapeer -kv).
@@ -172,7 +172,7 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 						tgRow.Akunu = append(tgRow.Akunu, a.TGRuns...)
 						bytesPerTok, bw = a.DecodeBytes, a.Bandwidth
 						if b.long > 0 {
-							a, err = b.oursReps(longPlan, model, th, b.long, longTG, 1)
+							a, err = b.oursReps(longPlan, model, th, b.long, longTG, b.long, 1)
 							if err != nil {
 								return nil, err
 							}
@@ -253,12 +253,14 @@ func (b *bench) compile(model, chip, plan string, ctx int) error {
 }
 
 func (b *bench) ours(plan, model string, threads, pp, tg int) (*oursJSON, error) {
-	return b.oursReps(plan, model, threads, pp, tg, b.reps)
+	return b.oursReps(plan, model, threads, pp, tg, 1, b.reps)
 }
 
-func (b *bench) oursReps(plan, model string, threads, pp, tg, reps int) (*oursJSON, error) {
+// oursReps runs akunu bench: pp prompt tokens, tg generated after a prompt
+// of ctx (as llamapeer -c).
+func (b *bench) oursReps(plan, model string, threads, pp, tg, ctx, reps int) (*oursJSON, error) {
 	cmd := exec.Command(b.akunu, "bench", plan, "--model", model, "--threads", strconv.Itoa(threads),
-		"-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-r", strconv.Itoa(reps), "--json")
+		"-p", strconv.Itoa(pp), "-n", strconv.Itoa(tg), "-c", strconv.Itoa(ctx), "-r", strconv.Itoa(reps), "--json")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
