@@ -43,31 +43,47 @@ inline void load_x16(device const half* x, device const half* up, uint c, uint k
     }
 }
 
-// Q4_0 without shifts: a ushort u of qs holds the nibbles of two bytes at
-// bits 0, 4, 8 and 12, so (u & 0x000F), (u & 0x00F0), (u & 0x0F00) and
-// (u & 0xF000) are the nibbles times 1, 16, 256 and 4096. Pre-scaling x by
-// 1, 1/16, 1/256 and 1/4096 once per chunk cancels the factors, so each row
-// costs a mask and a multiply-add per element; the -8 offset is applied
-// once per chunk as -8·Σx.
-inline void q4_0_prescale(uint c, thread float* xc, thread float& xsum) {
-    float lo = (c & 1) ? 1.0f / 16.0f : 1.0f, hi = (c & 1) ? 1.0f / 4096.0f : 1.0f / 256.0f;
+// Q4_0 and Q4_K without shifts: a ushort u of a chunk's 16 quant bytes
+// holds the nibbles of two bytes at bits 0, 4, 8 and 12, so (u & 0x000F),
+// (u & 0x00F0), (u & 0x0F00) and (u & 0xF000) are the nibbles times 1, 16,
+// 256 and 4096. Pre-scaling x by 1, 1/16, 1/256 and 1/4096 once per chunk
+// (hi: the chunk takes the high nibbles) cancels the factors, so each row
+// costs a mask and a multiply-add per element; Q4_0's -8 offset and Q4_K's
+// minimum are applied once per chunk through Σx.
+inline void q4_prescale(bool hi, thread float* xc, thread float& xsum) {
+    float lo = hi ? 1.0f / 16.0f : 1.0f, up = hi ? 1.0f / 4096.0f : 1.0f / 256.0f;
     xsum = 0.0f;
     for (uint i = 0; i < 16; i += 2) {
         xsum += xc[i] + xc[i + 1];
         xc[i] *= lo;
-        xc[i + 1] *= hi;
+        xc[i + 1] *= up;
     }
 }
-inline float q4_0_dot(device const uchar* row, uint c, thread const float* xs, float xsum) {
-    device const uchar* b = row + (c / 2) * 18;
-    device const ushort* q = (device const ushort*)(b + 2); // blocks and rows are 18·n bytes: 2-aligned
-    ushort mlo = (c & 1) ? 0x00F0 : 0x000F, mhi = (c & 1) ? 0xF000 : 0x0F00;
+inline float q4_nibbles(device const ushort* q, bool hi, thread const float* xs) {
+    ushort mlo = hi ? 0x00F0 : 0x000F, mhi = hi ? 0xF000 : 0x0F00;
     float acc = 0.0f;
     for (uint i = 0; i < 8; i++) {
         ushort u = q[i];
         acc += xs[2 * i] * float(u & mlo) + xs[2 * i + 1] * float(u & mhi);
     }
-    return ld_half(b) * (acc - 8.0f * xsum);
+    return acc;
+}
+// Chunk c of a Q4_0 row: block c/2, the high nibbles for odd c.
+inline float q4_0_dot(device const uchar* row, uint c, thread const float* xs, float xsum) {
+    device const uchar* b = row + (c / 2) * 18;
+    // blocks and rows are 18·n bytes: 2-aligned
+    return ld_half(b) * (q4_nibbles((device const ushort*)(b + 2), (c & 1) != 0, xs) - 8.0f * xsum);
+}
+// Chunk c of a Q4_K row (dequant16<W_Q4_K> has the layout): sub-block
+// sub = (c % 16) / 2 with its scale and minimum, the high nibbles for odd
+// sub, so the same nibble half for every row of a chunk.
+inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, float xsum) {
+    device const uchar* b = row + (c / 16) * 144;
+    uint cb = c % 16, sub = cb / 2;
+    float sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    device const ushort* q = (device const ushort*)(b + 16 + 32 * (sub / 2) + 16 * (cb & 1)); // 144·n: 16-aligned
+    return ld_half(b) * sc * q4_nibbles(q, (sub & 1) != 0, xs) - ld_half(b + 2) * mn * xsum;
 }
 
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
@@ -90,9 +106,15 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
         load_x16<S>(x, up, c, k, xc);
         if (T == W_Q4_0) {
             float xsum;
-            q4_0_prescale(c, xc, xsum);
+            q4_prescale((c & 1) != 0, xc, xsum);
             for (uint r = 0; r < nr; r++) {
                 sums[r] += q4_0_dot(w + (row0 + min(r, nrows - 1)) * rb, c, xc, xsum);
+            }
+        } else if (T == W_Q4_K) {
+            float xsum;
+            q4_prescale(((c >> 1) & 1) != 0, xc, xsum);
+            for (uint r = 0; r < nr; r++) {
+                sums[r] += q4_k_dot(w + (row0 + min(r, nrows - 1)) * rb, c, xc, xsum);
             }
         } else {
             for (uint r = 0; r < nr; r++) {
