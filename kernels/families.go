@@ -32,9 +32,9 @@ var weightTypes = []dtype.Type{
 	dtype.Q2_K, dtype.Q3_K, dtype.IQ4_NL, dtype.IQ4_XS,
 }
 
-// largeKTypes have the large-K GEMV (_l): the 4-bit types the tuning's
-// LargeKTypes name.
-var largeKTypes = []dtype.Type{dtype.Q4_0, dtype.Q4_1, dtype.Q4_K, dtype.IQ4_NL, dtype.IQ4_XS}
+// largeKTypes have the large-K GEMV (_l): the 4-bit types, and Q6_K, as
+// the tuning's LargeKTypes name them.
+var largeKTypes = []dtype.Type{dtype.Q4_0, dtype.Q4_1, dtype.Q4_K, dtype.IQ4_NL, dtype.IQ4_XS, dtype.Q6_K}
 
 // acts are the activation dtypes: F16 (Apple plans), F32 (CPU plans).
 var acts = []dtype.Type{dtype.F16, dtype.F32}

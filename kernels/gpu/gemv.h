@@ -194,3 +194,5 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_iq4_nl_l_silu = gemv_l_silu<W_IQ4_NL>
 //! entry gemv_iq4_xs_l = gemv_l<W_IQ4_XS>
 //! entry gemv_iq4_xs_l_silu = gemv_l_silu<W_IQ4_XS>
+//! entry gemv_q6_k_l = gemv_l<W_Q6_K>
+//! entry gemv_q6_k_l_silu = gemv_l_silu<W_Q6_K>

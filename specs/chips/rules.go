@@ -163,6 +163,8 @@ var rules = []Rule{
 
 	rule("large_k_types", isCPU, []string{},
 		"ours: no large-K variant on CPU"),
+	rule("large_k_types", isNVIDIA, append(slices.Clone(q4Types), "q6_K"),
+		"measured on an H100 (docs/cuda.md): Q6_K's one SIMD group per row left each lane 16 chunks in a row, a memory round trip each, in the Q4_K_M mix's 8192-long FFN down rows (42 µs a GEMV); split across four SIMD groups as the 4-bit types are"),
 	rule("large_k_types", always, q4Types,
 		"engine's rule names Q4; ours: every 4-bit block type, whose rows are fewest bytes per element"),
 
