@@ -37,7 +37,9 @@ type BenchProgress func(rep int, ppRate, tgRate float64)
 // Bench runs reps repetitions, after one warm-up, of a pp-token prefill
 // and of tg greedy decode tokens (EOS ignored) after a one-token prompt,
 // each from an empty session: llama-bench's pp and tg tests.
-func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) { return m.BenchEach(pp, tg, 1, reps, nil) }
+func (m *Model) Bench(pp, tg, reps int) (*BenchResult, error) {
+	return m.BenchEach(pp, tg, 1, reps, nil)
+}
 
 // BenchEach is Bench with the tg test decoding after a prompt of ctx
 // tokens (≥ 1; llama-bench's tg test starts from an empty context, and a

@@ -68,7 +68,7 @@ func TestEveryBadFlagIsOneLineAndExit2(t *testing.T) {
 	add("bench", "batch", "--batch", "1,x")
 	add("bench", "batch", "--batch", "99999")
 	add("bench", "threads", "--threads", "-3")
-	add("bench", "p", "-p", "5000", "-r", "1") // past the plan's context of 256
+	add("bench", "p", "-p", "5000", "-r", "1")                         // past the plan's context of 256
 	add("bench", "n", "-p", "16", "-c", "200", "-n", "100", "-r", "1") // decode past the context
 	add("bench", "n", "-p", "16", "-n", "300", "-r", "1")
 	add("bench", "c", "-c", "0")

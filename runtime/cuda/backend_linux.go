@@ -689,7 +689,7 @@ type command struct {
 	psize     int
 	bounds    bool
 	patches   []device.Patch
-	off       int // offset of its parameters in a step slot
+	off       int  // offset of its parameters in a step slot
 	early     bool // launched to start before the command before it ends (Options.NoPDL)
 	vals      [maxArgs]uint64
 	ptrs      [maxArgs]uintptr // kernelParams: the addresses of vals
