@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -62,5 +63,38 @@ func TestBenchProgressIsALineARunOffATerminal(t *testing.T) {
 	p.phase("z")
 	if want := "akunu: x\n\r\x1b[Kakunu:   run 1/1: y\nakunu: z\n"; b.String() != want {
 		t.Errorf("terminal: got %q, want %q", b.String(), want)
+	}
+}
+
+// akunu bench times tg from an empty context unless -c names a depth, and
+// says which: the JSON's tg_context, the table's row name (llama-bench's
+// "tg8 @ d100"). A decode that needs more positions than the plan has is
+// refused, whatever -p is.
+func TestBenchDecodeContext(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf")
+	for _, c := range []struct {
+		args    []string
+		ctx     int
+		rowName string
+	}{
+		{[]string{"-p", "200", "-n", "8"}, 1, "tg8  "},
+		{[]string{"-p", "16", "-c", "100", "-n", "8"}, 100, "tg8 @ d100"},
+	} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"bench", plan, "--backend", "cpu", "-r", "1"}, c.args...)
+		if code := runIO(append(args, "--json"), strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("%v: exit %d, %s", c.args, code, errOut.String())
+		}
+		var r struct {
+			TGContext int       `json:"tg_context"`
+			TGRuns    []float64 `json:"tg_runs"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &r); err != nil || r.TGContext != c.ctx || len(r.TGRuns) != 1 || r.TGRuns[0] <= 0 {
+			t.Errorf("%v: %+v %v\n%s", c.args, r, err, out.String())
+		}
+		out.Reset()
+		if code := runIO(args, strings.NewReader(""), &out, &errOut); code != 0 || !strings.Contains(out.String(), c.rowName) {
+			t.Errorf("%v: exit %d, no row %q in\n%s", c.args, code, c.rowName, out.String())
+		}
 	}
 }
