@@ -5,8 +5,11 @@ package cuda
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/akunu-dev/akunu/kernels/gpu"
 )
 
 // The compiled-kernel cache: a cubin put under its key comes back; a key
@@ -61,6 +64,17 @@ func TestLaunchStructsMatchTheDriver(t *testing.T) {
 	} {
 		if x.got != x.want {
 			t.Errorf("%s = %d, the driver's is %d", x.name, x.got, x.want)
+		}
+	}
+}
+
+// Every family launched late is a kernel family: a renamed file would
+// otherwise silently start the prefill GEMMs early again.
+func TestLateFamiliesAreFamilies(t *testing.T) {
+	fams := gpu.Families()
+	for f := range lateFamilies {
+		if !slices.Contains(fams, f) {
+			t.Errorf("lateFamilies names %s; the families are %v", f, fams)
 		}
 	}
 }
