@@ -1,4 +1,6 @@
-// Shared by the 4×4 GEMM tiles of q4vnni_amd64.s and q8vnni_amd64.s:
+// Shared by the 4×4 GEMM tiles of q4vnni_amd64.s and q8vnni_amd64.s (and
+// TILE_ZERO by the x16 kernels of x16_amd64.s, whose accumulators are the
+// same registers):
 // sixteen accumulators Z16–Z31 (activation row j, weight row r in
 // Z(16+4j+r)), the ready activation's bytes in Z8 and the start of its
 // int32 lanes (the weights' offset times −Σa) in Z9, the eight scales

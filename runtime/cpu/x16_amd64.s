@@ -1,6 +1,8 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+// TILE_ZERO: the accumulators Z16–Z31 are the 4×4 tiles'.
+#include "tile_amd64.h"
 
 // The x16 kernels (q4x16Go and q8x16Go in x16.go) in AVX-512 VNNI. The
 // q4_0x16 one: a group of sixteen q4_0x16 weight rows against up to sixteen activation rows, one 512-bit
@@ -93,25 +95,6 @@ x16late:
 	JEQ  x16stored; \
 	ADDQ R11, R10
 
-// X16ZERO zeroes the accumulators of activation rows 0..15 (Z16–Z31).
-#define X16ZERO \
-	VPXORD Z16, Z16, Z16; \
-	VMOVDQA64 Z16, Z17; \
-	VMOVDQA64 Z16, Z18; \
-	VMOVDQA64 Z16, Z19; \
-	VMOVDQA64 Z16, Z20; \
-	VMOVDQA64 Z16, Z21; \
-	VMOVDQA64 Z16, Z22; \
-	VMOVDQA64 Z16, Z23; \
-	VMOVDQA64 Z16, Z24; \
-	VMOVDQA64 Z16, Z25; \
-	VMOVDQA64 Z16, Z26; \
-	VMOVDQA64 Z16, Z27; \
-	VMOVDQA64 Z16, Z28; \
-	VMOVDQA64 Z16, Z29; \
-	VMOVDQA64 Z16, Z30; \
-	VMOVDQA64 Z16, Z31
-
 // X16ROWS runs X16ROW for each of the pass's rows (the block's records
 // from DI), pf, the kernel's prefetch, after the third.
 #define X16ROWS(pf) \
@@ -174,7 +157,7 @@ TEXT ·q4x16VNNI(SB), NOSPLIT, $0-64
 x16group:
 	MOVQ nb+8(FP), CX
 	MOVQ R12, DI
-	X16ZERO
+	TILE_ZERO
 
 x16block:
 	X16EARLY
@@ -248,7 +231,7 @@ TEXT ·q8x16VNNI(SB), NOSPLIT, $0-64
 x16group:
 	MOVQ nb+8(FP), CX
 	MOVQ R12, DI
-	X16ZERO
+	TILE_ZERO
 
 x16block:
 	Q8EARLY
