@@ -378,6 +378,7 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 	if k.Op == kernels.OpGEMV {
 		return e.emit(n, k, sh, kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K)}, binds, rowsFixed, read)
 	}
+	sh.VecX = sh.VecX && e.stride(n.In[0])%8 == 0
 	return e.emit(n, k, sh, kernels.GEMMParams{M: uint32(rows), N: uint32(n.N()), K: uint32(n.K),
 		LDA: e.stride(n.In[0]), LDC: e.stride(out)}, binds, e.class(out), read)
 }

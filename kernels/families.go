@@ -216,8 +216,14 @@ var families = []*family{
 				when(in("bias", RoleWeight, docBias), "has_bias"),
 			}
 		},
-		constants: func(Spec) []Constant { return constants(biasConst) },
-		geometry:  gemmGeometry, geometryDoc: func(s Spec) string {
+		constants: func(s Spec) []Constant {
+			if s.Variant&Small != 0 {
+				return constants(biasConst)
+			}
+			return constants(biasConst,
+				cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 8: the GPU kernels stage X in 16-byte vectors"))
+		},
+		geometry: gemmGeometry, geometryDoc: func(s Spec) string {
 			if s.Variant&Small != 0 {
 				return "4 SIMD groups of 8 outputs each, over all (≤ 8) rows; grid = ceil(N / 32)"
 			}

@@ -31,7 +31,7 @@ type Shape struct {
 	Softcap   bool // attention: scores are soft-capped
 	Window    bool // attention: a sliding window limits the keys
 	LastRow   bool // copy: the last row of the input (the batch's last token) is copied to row 0
-	VecX      bool // GEMV, gemv_id: x (gate, up) is bound 16-byte aligned and K is a multiple of 16 (gemv_id: its strides too)
+	VecX      bool // GEMV, gemv_id: x (gate, up) is bound 16-byte aligned and K is a multiple of 16 (gemv_id: its strides too); GEMM: X is bound 16-byte aligned and lda is a multiple of 8
 	Normalize bool // pool: the pooled vector is divided by its L2 norm
 	Norm      bool // moe_route: a row's chosen weights are divided by their sum (llama.cpp's norm_w)
 }
@@ -204,7 +204,10 @@ func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 // tile of Y, stepping through K 32 elements at a time.
 const (
 	gemmTM, gemmTN, gemmTK = 32, 64, 32
-	gemmSG                 = 4
+	// gemmTKP: the staged tiles' row stride in threadgroup memory, padded
+	// so that the 8 rows a tile load reads fall in distinct banks.
+	gemmTKP = gemmTK + 8
+	gemmSG  = 4
 	// gemmSmallCols: output features per SIMD group of the small GEMM.
 	gemmSmallCols = 8
 )
@@ -217,8 +220,8 @@ const (
 // (128 threads) owns a 32×16 column strip of the tile and multiplies with
 // 8×8 simdgroup matrices, so every staged element is read by the four groups
 // from threadgroup memory rather than four times from device memory.
-// grid = (ceil(N/64), ceil(M/32)); threadgroup memory = (32·32 + 64·32) ×
-// the activation size.
+// grid = (ceil(N/64), ceil(M/32)); threadgroup memory = (32 + 64) rows of
+// 40 (32 padded by 8) × the activation size.
 //
 // simd_gemm_small (2–8 rows): a 32-row tile would be mostly empty, so the
 // small kernel is a GEMV over up to 8 vectors: SIMD group g owns 8 output
@@ -231,7 +234,7 @@ func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	if err := needBlocks(k, "K", s.K); err != nil {
 		return Launch{}, err
 	}
-	consts := values(k, map[string]uint32{"has_bias": b2u(s.Bias)})
+	consts := values(k, map[string]uint32{"has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%8 == 0)})
 	if k.Variant&Small != 0 {
 		if s.Tokens > 8 {
 			return Launch{}, fmt.Errorf("kernels: %s: %d rows; the small GEMM takes 2 to 8", k.Name, s.Tokens)
@@ -239,7 +242,7 @@ func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return launch([3]int{ceilDiv(s.N, gemmSG*gemmSmallCols), 1, 1}, gemmSG*SIMDWidth, 0, consts...), nil
 	}
 	return launch([3]int{ceilDiv(s.N, gemmTN), ceilDiv(s.Tokens, gemmTM), 1}, gemmSG*SIMDWidth,
-		(gemmTM*gemmTK+gemmTN*gemmTK)*actBytes(k), consts...), nil
+		(gemmTM+gemmTN)*gemmTKP*actBytes(k), consts...), nil
 }
 
 // embeddingGeometry: one threadgroup per token, 256 threads; thread i
@@ -595,7 +598,7 @@ func gemmIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return Launch{}, err
 	}
 	return launch([3]int{s.Experts, ceilDiv(s.N, gemmTN), 1}, gemmSG*SIMDWidth,
-		(gemmTM*gemmTK+gemmTN*gemmTK)*actBytes(k)+4*4+4*GEMMIDListCap), nil
+		(gemmTM+gemmTN)*gemmTKP*actBytes(k)+4*4+4*GEMMIDListCap), nil
 }
 
 // moeSumGeometry (moe_sum): thread i of threadgroup (x, r) owns element

@@ -103,8 +103,10 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 			Constants: []ConstValue{{0, "nr", ConstUint, 1}, {1, "nsg", ConstUint, 8}, {2, "has_bias", ConstBool, 0}, {3, "vec_x", ConstBool, 0}}}},
 		{"gemv_f16", Shape{N: 96, K: 1000, VecX: true}, Launch{Grid: [3]int{12, 1, 1}, Threadgroup: [3]int{64, 1, 1},
 			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "has_bias", ConstBool, 0}, {3, "vec_x", ConstBool, 0}}}},
-		{"simd_gemm_q4_k", Shape{Tokens: 512, N: 4096, K: 4096}, Launch{Grid: [3]int{64, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 6144,
-			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
+		{"simd_gemm_q4_k", Shape{Tokens: 512, N: 4096, K: 4096, VecX: true}, Launch{Grid: [3]int{64, 16, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 7680,
+			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}, {1, "vec_x", ConstBool, 1}}}},
+		{"simd_gemm_f16", Shape{Tokens: 9, N: 64, K: 36, VecX: true}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 7680,
+			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}, {1, "vec_x", ConstBool, 0}}}},
 		{"simd_gemm_small_q8_0", Shape{Tokens: 5, N: 1000, K: 4096}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{128, 1, 1},
 			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
 		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 4096}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 128, Constants: []ConstValue{}}},
@@ -135,14 +137,14 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "vec_x", ConstBool, 1}}}},
 		{"gemv_id_f16", Shape{Tokens: 1, N: 9, K: 24, Slots: 1, VecX: true}, Launch{Grid: [3]int{2, 1, 1}, Threadgroup: [3]int{64, 1, 1},
 			Constants: []ConstValue{{0, "nr", ConstUint, 4}, {1, "nsg", ConstUint, 2}, {2, "vec_x", ConstBool, 0}}}},
-		// gemm_id: a threadgroup per (expert, 64 columns); simd_gemm's 6 KiB
-		// of tiles, 4 counts and the list of 2048 pairs.
+		// gemm_id: a threadgroup per (expert, 64 columns); simd_gemm's 7.5 KiB
+		// of tiles (96 rows of 40 halves), 4 counts and the list of 2048 pairs.
 		{"gemm_id_q4_0", Shape{Tokens: 512, N: 768, K: 2048, Experts: 128, Slots: 8, VecX: true}, Launch{Grid: [3]int{128, 12, 1}, Threadgroup: [3]int{128, 1, 1},
-			TGMem: 6144 + 16 + 8192, Constants: []ConstValue{}}},
+			TGMem: 7680 + 16 + 8192, Constants: []ConstValue{}}},
 		{"gemm_id_q6_k", Shape{Tokens: 37, N: 96, K: 512, Experts: 4, Slots: 2}, Launch{Grid: [3]int{4, 2, 1}, Threadgroup: [3]int{128, 1, 1},
-			TGMem: 6144 + 16 + 8192, Constants: []ConstValue{}}},
+			TGMem: 7680 + 16 + 8192, Constants: []ConstValue{}}},
 		{"gemm_id_f16_f32", Shape{Tokens: 3, N: 64, K: 32, Experts: 8, Slots: 2}, Launch{Grid: [3]int{8, 1, 1}, Threadgroup: [3]int{128, 1, 1},
-			TGMem: 12288 + 16 + 8192, Constants: []ConstValue{}}},
+			TGMem: 15360 + 16 + 8192, Constants: []ConstValue{}}},
 		{"moe_sum_f16", Shape{Tokens: 3, Dim: 2048, Slots: 8}, Launch{Grid: [3]int{8, 3, 1}, Threadgroup: [3]int{256, 1, 1}}},
 	} {
 		t.Run(tc.kernel, func(t *testing.T) {

@@ -177,8 +177,8 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
             tile_zero(acc);
             for (uint d = 0; d < head_dim; d += 8) {
                 tile_half a, b;
-                tile_load(a, qt + (8 * sg) * head_dim + d, head_dim, false);
-                tile_load(b, kt + (8 * cb) * head_dim + d, head_dim, true);
+                tile_load_a(a, qt + (8 * sg) * head_dim + d, head_dim);
+                tile_load_b(b, kt + (8 * cb) * head_dim + d, head_dim, true);
                 tile_mma(acc, a, b);
             }
             tile_store(acc, ss + 8 * cb, T);
@@ -208,8 +208,8 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
             tile_zero(acc);
             for (uint kk = 0; kk < T; kk += 8) {
                 tile_half a, b;
-                tile_load(a, ps + kk, T, false);
-                tile_load(b, vt + kk * head_dim_v + 8 * j, head_dim_v, false);
+                tile_load_a(a, ps + kk, T);
+                tile_load_b(b, vt + kk * head_dim_v + 8 * j, head_dim_v, false);
                 tile_mma(acc, a, b);
             }
             tile_store(acc, xt, 8);

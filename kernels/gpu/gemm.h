@@ -3,9 +3,12 @@
 //
 // simd_gemm: threadgroup (x, y) owns the tile Y[32y, +32) × [64x, +64). Each
 // K step of 32 stages a 32×32 tile of X and a 64×32 tile of W, dequantized
-// to half, in threadgroup memory (6 KiB); each of the 4 SIMD groups owns a
-// 32×16 column strip of the tile and multiplies 8×8 simdgroup matrices
-// (the tile primitive of the preludes: half inputs, float accumulators). The accumulators leave through the
+// to half, in threadgroup memory (7.5 KiB: rows padded to TKP = 40 halves,
+// so that the 8 rows a tile load reads fall in distinct banks); each of
+// the 4 SIMD groups owns a 32×16 column strip of the tile and multiplies
+// 8×8 simdgroup matrices (the tile primitive of the preludes: half inputs,
+// float accumulators), each fragment loaded once per 8 columns of K and
+// two row blocks a product (tile_mma2). The accumulators leave through the
 // same threadgroup memory, two SIMD groups at a time (a strip is 2 KiB of
 // float), so edges need no special case.
 //
@@ -18,6 +21,7 @@
 #define TM 32
 #define TN 64
 #define TK 32
+#define TKP 40
 
 template <int T>
 inline void simd_gemm(device const uchar* w,
@@ -30,28 +34,43 @@ inline void simd_gemm(device const uchar* w,
                       uint tid,
                       uint sg,
                       uint lane) {
-    threadgroup half* sx = tg;            // [TM][TK]
-    threadgroup half* sw = tg + TM * TK;  // [TN][TK]
+    threadgroup half* sx = tg;            // [TM][TKP]
+    threadgroup half* sw = tg + TM * TKP; // [TN][TKP]
     uint n0 = tgpig.x * TN, m0 = tgpig.y * TM;
     ulong rb = row_bytes<T>(p.k);
     tile_acc acc[4][2];
     for (uint i = 0; i < 4; i++)
         for (uint j = 0; j < 2; j++) tile_zero(acc[i][j]);
     for (uint k0 = 0; k0 < p.k; k0 += TK) {
-        // X: 1024 halves, 8 per thread.
-        for (uint e = tid; e < TM * TK; e += 128) {
-            uint r = e / TK, c = e % TK;
-            sx[e] = (m0 + r < p.m && k0 + c < p.k) ? x[ulong(m0 + r) * p.lda + k0 + c] : half(0.0f);
+        // X: thread tid takes 8 halves of row tid/4, one 16-byte store.
+        {
+            uint r = tid / 4, c = 8 * (tid % 4);
+            uint4 v;
+            v.x = v.y = v.z = v.w = 0;
+            if (m0 + r < p.m) {
+                device const half* xr = x + ulong(m0 + r) * p.lda + k0 + c;
+                if (vec_x) { // 16-byte aligned, and K a multiple of 8
+                    if (k0 + c < p.k) v = *(device const uint4*)xr;
+                } else {
+                    float e[8];
+                    for (uint i = 0; i < 8; i++) e[i] = k0 + c + i < p.k ? float(xr[i]) : 0.0f;
+                    v.x = pack_half2(e[0], e[1]);
+                    v.y = pack_half2(e[2], e[3]);
+                    v.z = pack_half2(e[4], e[5]);
+                    v.w = pack_half2(e[6], e[7]);
+                }
+            }
+            *(threadgroup uint4*)(sx + r * TKP + c) = v;
         }
-        gemm_stage_w<T>(sw, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 2 chunks of 16
+        gemm_stage_w<T>(sw, TKP, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 2 chunks of 16
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint kk = 0; kk < TK; kk += 8) {
             tile_half a[4], b[2];
-            for (uint i = 0; i < 4; i++) tile_load(a[i], sx + (8 * i) * TK + kk, TK, false);
+            for (uint i = 0; i < 4; i++) tile_load_a(a[i], sx + (8 * i) * TKP + kk, TKP);
             // Wᵀ: element (k, n) of the 8×8 block is sw[n][k], so load transposed.
-            for (uint j = 0; j < 2; j++) tile_load(b[j], sw + (sg * 16 + 8 * j) * TK + kk, TK, true);
-            for (uint i = 0; i < 4; i++)
-                for (uint j = 0; j < 2; j++) tile_mma(acc[i][j], a[i], b[j]);
+            for (uint j = 0; j < 2; j++) tile_load_b(b[j], sw + (sg * 16 + 8 * j) * TKP + kk, TKP, true);
+            for (uint i = 0; i < 4; i += 2)
+                for (uint j = 0; j < 2; j++) tile_mma2(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }

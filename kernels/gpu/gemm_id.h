@@ -24,13 +24,14 @@
 #define GID_TM 32
 #define GID_TN 64
 #define GID_TK 32
+#define GID_TKP 40 // rows padded as gemm.h's TKP
 // The list of pairs holds GID_CAP; a window adds at most GID_WIN.
 #define GID_CAP 2048
 #define GID_WIN 512
 
 // gemm_id_tiles is simd_gemm's body (gemm.h) over the count pairs listed
 // at list, rows gathered and scattered by pair: threadgroup memory is
-// simd_gemm's 6 KiB of tiles, then the list. Every thread of the
+// simd_gemm's 7.5 KiB of tiles, then the list. Every thread of the
 // threadgroup calls it with the same count.
 template <int T>
 inline void gemm_id_tiles(device const uchar* we,
@@ -44,8 +45,8 @@ inline void gemm_id_tiles(device const uchar* we,
                           uint tid,
                           uint sg,
                           uint lane) {
-    threadgroup half* sx = tg;                  // [TM][TK]
-    threadgroup half* sw = tg + GID_TM * GID_TK; // [TN][TK]
+    threadgroup half* sx = tg;                   // [TM][TKP]
+    threadgroup half* sw = tg + GID_TM * GID_TKP; // [TN][TKP]
     ulong rb = row_bytes<T>(p.k);
     for (uint m0 = 0; m0 < count; m0 += GID_TM) {
         // Thread (sg, lane) stages X rows sg, sg+4, ..., sg+28, column lane.
@@ -63,16 +64,16 @@ inline void gemm_id_tiles(device const uchar* we,
         for (uint k0 = 0; k0 < p.k; k0 += GID_TK) {
             for (uint i = 0; i < GID_TM / 4; i++) {
                 uint c = k0 + lane;
-                sx[(sg + 4 * i) * GID_TK + lane] = (xin[i] && c < p.k) ? x[xo[i] + c] : half(0.0f);
+                sx[(sg + 4 * i) * GID_TKP + lane] = (xin[i] && c < p.k) ? x[xo[i] + c] : half(0.0f);
             }
-            gemm_stage_w<T>(sw, we, rb, n0, k0, p.n, p.k, tid); // W: the expert's 64 rows × 2 chunks of 16
+            gemm_stage_w<T>(sw, GID_TKP, we, rb, n0, k0, p.n, p.k, tid); // W: the expert's 64 rows × 2 chunks of 16
             threadgroup_barrier(mem_flags::mem_threadgroup);
             for (uint kk = 0; kk < GID_TK; kk += 8) {
                 tile_half a[4], b[2];
-                for (uint i = 0; i < 4; i++) tile_load(a[i], sx + (8 * i) * GID_TK + kk, GID_TK, false);
-                for (uint j = 0; j < 2; j++) tile_load(b[j], sw + (sg * 16 + 8 * j) * GID_TK + kk, GID_TK, true);
-                for (uint i = 0; i < 4; i++)
-                    for (uint j = 0; j < 2; j++) tile_mma(acc[i][j], a[i], b[j]);
+                for (uint i = 0; i < 4; i++) tile_load_a(a[i], sx + (8 * i) * GID_TKP + kk, GID_TKP);
+                for (uint j = 0; j < 2; j++) tile_load_b(b[j], sw + (sg * 16 + 8 * j) * GID_TKP + kk, GID_TKP, true);
+                for (uint i = 0; i < 4; i += 2)
+                    for (uint j = 0; j < 2; j++) tile_mma2(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
             }
             threadgroup_barrier(mem_flags::mem_threadgroup);
         }
@@ -111,7 +112,7 @@ inline void gemm_id(device const uchar* w,
                     uint lane) {
     uint e = tgpig.x, n0 = tgpig.y * GID_TN;
     if (e >= p.n_expert || n0 >= p.n) return; // the whole threadgroup
-    threadgroup uint* cnt = (threadgroup uint*)(tg + (GID_TM + GID_TN) * GID_TK); // [4]: a window's hits per SIMD group
+    threadgroup uint* cnt = (threadgroup uint*)(tg + (GID_TM + GID_TN) * GID_TKP); // [4]: a window's hits per SIMD group
     threadgroup uint* list = cnt + 4;                                           // [GID_CAP]: pairs r·n_slots + j
     device const uchar* we = w + ulong(e) * p.n * row_bytes<T>(p.k);
     uint total = p.n_rows * p.n_slots, count = 0;

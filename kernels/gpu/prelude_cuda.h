@@ -111,22 +111,23 @@ inline void grid_wait() {}
 #endif
 // prefetch_l2 asks for the 128-byte line holding p in the L2 cache.
 inline void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
-                              
-                              // ---- The 8×8 tile primitive (one warp), on the tensor cores: tile_mma is
-// one mma.sync m16n8k8 (f16 inputs, f32 accumulation, as Metal's
-// simdgroup matrices) with the 8×8 a in the upper half of its 16×8 A and
-// zeros below. Lane l owns accumulator elements (l/4, 2(l%4)) and
-// (l/4, 2(l%4)+1): exactly the m16n8k8 C fragment's c0 and c1, so the
-// accumulator needs no shuffles. Operands are read from the shared memory
-// tile_load names at tile_mma: the GEMM loads a tile only from threadgroup
-// memory it does not change before the multiply.
+
+// ---- The 8×8 tile primitive (one warp), on the tensor cores. A tile's
+// fragment is loaded into registers once (tile_load_a, tile_load_b) and
+// reused by every product it takes part in. tile_mma is one mma.sync
+// m16n8k8 (f16 inputs, f32 accumulation, as Metal's simdgroup matrices)
+// with the 8×8 a in the upper half of its 16×8 A and zeros below;
+// tile_mma2 fills both halves, a0 above and a1 below, so two products with
+// one b cost one instruction. Lane l = 4g + t holds A's (g, 2t) and
+// (g, 2t+1), B's (2t, g) and (2t+1, g), and accumulator elements (g, 2t)
+// and (g, 2t+1): exactly the m16n8k8 fragments, so nothing is shuffled.
+// src and ld are even (a fragment is one 32-bit load, but for an
+// untransposed b).
 struct tile_acc {
     float v[2];
 };
 struct tile_half {
-    const half* p;
-    uint ld;
-    bool t;
+    uint r;
 };
 inline uint akunu_lane() { return (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u; }
 // simd_prefix_exclusive_sum: the sum of v over the lanes below this one
@@ -140,21 +141,33 @@ inline uint simd_prefix_exclusive_sum(uint v) {
     return s - v;
 }
 inline void tile_zero(tile_acc& d) { d.v[0] = d.v[1] = 0.0f; }
-inline void tile_load(tile_half& m, const half* src, uint ld, bool t) {
-    m.p = src;
-    m.ld = ld;
-    m.t = t;
+// tile_load_a loads the row-major 8×8 block at src (row stride ld) as an a.
+inline void tile_load_a(tile_half& m, const half* src, uint ld) {
+    uint l = akunu_lane();
+    m.r = *(const uint*)(src + (l / 4) * ld + 2 * (l % 4));
 }
-inline uint tile_bits(const tile_half& m, uint r, uint c) { return m.t ? m.p[c * m.ld + r].bits : m.p[r * m.ld + c].bits; }
+// tile_load_b loads the 8×8 block at src as a b: element (k, n) at
+// src[k·ld + n], or with t at src[n·ld + k].
+inline void tile_load_b(tile_half& m, const half* src, uint ld, bool t) {
+    uint l = akunu_lane(), g = l / 4, k = 2 * (l % 4);
+    if (t) {
+        m.r = *(const uint*)(src + g * ld + k);
+    } else {
+        m.r = uint(src[k * ld + g].bits) | (uint(src[(k + 1) * ld + g].bits) << 16);
+    }
+}
 inline void tile_mma(tile_acc& d, const tile_half& a, const tile_half& b) {
-    uint l = akunu_lane(), g = l / 4, t = l % 4;
-    uint a01 = tile_bits(a, g, 2 * t) | (tile_bits(a, g, 2 * t + 1) << 16);
-    uint b01 = tile_bits(b, 2 * t, g) | (tile_bits(b, 2 * t + 1, g) << 16);
     uint zero = 0;
     float d2, d3;
     asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
         : "=f"(d.v[0]), "=f"(d.v[1]), "=f"(d2), "=f"(d3)
-        : "r"(a01), "r"(zero), "r"(b01), "f"(d.v[0]), "f"(d.v[1]), "f"(0.0f), "f"(0.0f));
+        : "r"(a.r), "r"(zero), "r"(b.r), "f"(d.v[0]), "f"(d.v[1]), "f"(0.0f), "f"(0.0f));
+}
+// tile_mma2: d0 += a0·b and d1 += a1·b.
+inline void tile_mma2(tile_acc& d0, tile_acc& d1, const tile_half& a0, const tile_half& a1, const tile_half& b) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %8, %9, %10};"
+        : "=f"(d0.v[0]), "=f"(d0.v[1]), "=f"(d1.v[0]), "=f"(d1.v[1])
+        : "r"(a0.r), "r"(a1.r), "r"(b.r), "f"(d0.v[0]), "f"(d0.v[1]), "f"(d1.v[0]), "f"(d1.v[1]));
 }
 inline void tile_store(const tile_acc& d, float* dst, uint ld) {
     uint l = akunu_lane(), i = l / 4, j = 2 * (l % 4);

@@ -18,19 +18,25 @@ inline void prefetch_l2(device const void*) {}
 
 // ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
 // unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
-// tile_load reads an 8×8 block of halves at src (row stride ld), transposed
-// when t; tile_mma adds a·b to d; tile_store writes d as floats.
+// tile_load_a and tile_load_b read an 8×8 block of halves at src (row
+// stride ld), b transposed when t; tile_mma adds a·b to d, tile_mma2 a0·b
+// to d0 and a1·b to d1; tile_store writes d as floats.
 typedef simdgroup_float8x8 tile_acc;
 typedef simdgroup_half8x8 tile_half;
 
 inline void tile_zero(thread tile_acc& d) { d = make_filled_simdgroup_matrix<float, 8, 8>(0.0f); }
-                      inline void tile_load(thread tile_half& m, threadgroup const half* src, uint ld, bool t) {
+inline void tile_load_a(thread tile_half& m, threadgroup const half* src, uint ld) { simdgroup_load(m, src, ld); }
+inline void tile_load_b(thread tile_half& m, threadgroup const half* src, uint ld, bool t) {
     simdgroup_load(m, src, ld, ulong2(0), t);
 }
 inline void tile_mma(thread tile_acc& d, thread const tile_half& a, thread const tile_half& b) {
     simdgroup_multiply_accumulate(d, a, b, d);
 }
+inline void tile_mma2(thread tile_acc& d0, thread tile_acc& d1, thread const tile_half& a0, thread const tile_half& a1,
+                      thread const tile_half& b) {
+    simdgroup_multiply_accumulate(d0, a0, b, d0);
+    simdgroup_multiply_accumulate(d1, a1, b, d1);
+}
 inline void tile_store(thread const tile_acc& d, threadgroup float* dst, uint ld) { simdgroup_store(d, dst, ld); }
-                       
-                       #endif // AKUNU_PRELUDE_H
-                       
+
+#endif // AKUNU_PRELUDE_H

@@ -84,7 +84,12 @@ template <> inline void dequant16<W_Q4_0>(device const uchar* row, uint c, uint,
     device const uchar* b = row + (c / 2) * 18;
     float d = ld_half(b);
     uint sh = (c & 1) * 4;
-    for (uint i = 0; i < 16; i++) out[i] = d * (float((b[2 + i] >> sh) & 0xF) - 8.0f);
+    device const ushort* q = (device const ushort*)(b + 2); // blocks and rows are 18·n bytes: 2-aligned
+    for (uint i = 0; i < 8; i++) {
+        uint u = q[i];
+        out[2 * i] = d * (float((u >> sh) & 0xF) - 8.0f);
+        out[2 * i + 1] = d * (float((u >> (8 + sh)) & 0xF) - 8.0f);
+    }
 }
 // Q4_1: q · d + m.
 template <> inline void dequant16<W_Q4_1>(device const uchar* row, uint c, uint, thread float* out) {
@@ -128,9 +133,13 @@ template <> inline void dequant16<W_Q4_K>(device const uchar* row, uint c, uint,
     float d = ld_half(b), dmin = ld_half(b + 2), sc, mn;
     scale_min_k4(sub, b + 4, sc, mn);
     float d1 = d * sc, m1 = dmin * mn;
-    device const uchar* qs = b + 16 + 32 * (sub / 2) + 16 * (cb & 1);
+    device const ushort* qs = (device const ushort*)(b + 16 + 32 * (sub / 2) + 16 * (cb & 1)); // 144·n bytes: 2-aligned
     uint sh = (sub & 1) * 4;
-    for (uint i = 0; i < 16; i++) out[i] = d1 * float((qs[i] >> sh) & 0xF) - m1;
+    for (uint i = 0; i < 8; i++) {
+        uint u = qs[i];
+        out[2 * i] = d1 * float((u >> sh) & 0xF) - m1;
+        out[2 * i + 1] = d1 * float((u >> (8 + sh)) & 0xF) - m1;
+    }
 }
 // Q5_K: Q4_K's layout plus qh[32]: bit sub of qh[l] is the fifth bit of
 // element l of sub-block sub.

@@ -5,6 +5,7 @@
 #include "ShaderTypes.h"
 
 constant bool has_bias [[function_constant(0)]];
+constant bool vec_x [[function_constant(1)]];
 
 #include "gemm.h"
 
