@@ -227,7 +227,7 @@ var families = []*family{
 			if s.Variant&Small != 0 {
 				return "4 SIMD groups of 8 outputs each, over all (≤ 8) rows; grid = ceil(N / 32)"
 			}
-			return "32×64 tiles of Y, K stepped by 32 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/32))"
+			return "64×64 tiles of Y, K stepped by 64 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/64))"
 		},
 		instances: func() []Spec {
 			return append(typed(OpGEMM, acts, weightTypes, 0, Small), typed(OpGEMM, f32Only, repacked, X16, Small|X16)...)
@@ -544,7 +544,7 @@ var families = []*family{
 		op: OpGEMMID, params: GEMVIDParams{},
 		summary:  fixed("gemv_id for a batch: y[r, j] = W[ids[r, j]]·x[r, j] for rows r < n_rows and slots j < n_slots, the pairs grouped by expert and each expert's a tiled GEMM; an id ≥ n_expert gives zeros"),
 		bindings: idBindings,
-		geometry: gemmIDGeometry, geometryDoc: fixed("threadgroup (e, t): the (row, slot) pairs of expert e, listed in threadgroup memory from a scan of the ids, in simd_gemm's 32×64 tiles of Y (columns 64t..), 4 SIMD groups; grid = (Experts, ceil(N/64))"),
+		geometry: gemmIDGeometry, geometryDoc: fixed("threadgroup (e, t): the (row, slot) pairs of expert e, listed in threadgroup memory from a scan of the ids, in 32×64 tiles of Y (columns 64t..) as simd_gemm's, 4 SIMD groups; grid = (Experts, ceil(N/64))"),
 		instances: func() []Spec { return typed(OpGEMMID, acts, weightTypes, 0) },
 	},
 	{

@@ -200,28 +200,31 @@ func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
 }
 
-// GEMM tiles: a threadgroup computes a 32 (tokens) × 64 (output features)
-// tile of Y, stepping through K 32 elements at a time.
+// GEMM tiles: a threadgroup computes a 64 (tokens) × 64 (output features)
+// tile of Y, stepping through K 64 elements at a time (gemm_id: 32 × 64
+// tiles, K steps of 32).
 const (
-	gemmTM, gemmTN, gemmTK = 32, 64, 32
+	gemmTM, gemmTN, gemmTK = 64, 64, 64
 	// gemmTKP: the staged tiles' row stride in threadgroup memory, padded
-	// so that the 8 rows a tile load reads fall in distinct banks.
-	gemmTKP = gemmTK + 8
-	gemmSG  = 4
+	// so that the 8 rows a tile load reads fall in distinct banks;
+	// gemm_id's tiles are 32 rows of X and K steps of 32.
+	gemmTKP, gemmIDTM, gemmIDTKP = gemmTK + 8, 32, 32 + 8
+	gemmSG                       = 4
 	// gemmSmallCols: output features per SIMD group of the small GEMM.
 	gemmSmallCols = 8
 )
 
 // gemmGeometry is the prefill GEMM rule.
 //
-// simd_gemm: threadgroup (x, y) owns the tile Y[32y : 32y+32, 64x : 64x+64].
-// Each K step stages a 32×32 tile of X and a 64×32 tile of W (dequantized to
+// simd_gemm: threadgroup (x, y) owns the tile Y[64y : 64y+64, 64x : 64x+64].
+// Each K step stages a 64×64 tile of X and a 64×64 tile of W (dequantized to
 // the activation type) in threadgroup memory; each of the 4 SIMD groups
-// (128 threads) owns a 32×16 column strip of the tile and multiplies with
+// (128 threads) owns a 64×16 column strip of the tile and multiplies with
 // 8×8 simdgroup matrices, so every staged element is read by the four groups
-// from threadgroup memory rather than four times from device memory.
-// grid = (ceil(N/64), ceil(M/32)); threadgroup memory = (32 + 64) rows of
-// 40 (32 padded by 8) × the activation size.
+// from threadgroup memory rather than four times from device memory, and
+// every dequantized weight serves 64 tokens. grid = (ceil(N/64),
+// ceil(M/64)); threadgroup memory = (64 + 64) rows of 72 (64 padded by 8)
+// halves.
 //
 // simd_gemm_small (2–8 rows): a 32-row tile would be mostly empty, so the
 // small kernel is a GEMV over up to 8 vectors: SIMD group g owns 8 output
@@ -242,7 +245,7 @@ func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return launch([3]int{ceilDiv(s.N, gemmSG*gemmSmallCols), 1, 1}, gemmSG*SIMDWidth, 0, consts...), nil
 	}
 	return launch([3]int{ceilDiv(s.N, gemmTN), ceilDiv(s.Tokens, gemmTM), 1}, gemmSG*SIMDWidth,
-		(gemmTM+gemmTN)*gemmTKP*actBytes(k), consts...), nil
+		(gemmTM+gemmTN)*gemmTKP*2, consts...), nil // F16 tiles: the GPU kernels' activations (the F32 GEMMs are the CPU's)
 }
 
 // embeddingGeometry: one threadgroup per token, 256 threads; thread i
@@ -577,7 +580,7 @@ const GEMMIDListCap = 2048
 // windows of 512 and compacts its expert's pairs into a list in
 // threadgroup memory; when the next window could overflow the list
 // (GEMMIDListCap pairs) or the ids end, it runs the prefill GEMM's tile
-// (gemmGeometry: 32×64 tiles of Y, K stepped by 32, 4 SIMD groups, the
+// (simd_gemm's on 32×64 tiles of Y with K steps of 32, 4 SIMD groups, the
 // same dequantization and 8×8 tile primitive) over the listed pairs 32 at
 // a time, X's rows gathered from the pairs' x and Y's rows scattered to
 // their y. So in prefill an expert's matrix is read once per 32 pairs
@@ -598,7 +601,7 @@ func gemmIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return Launch{}, err
 	}
 	return launch([3]int{s.Experts, ceilDiv(s.N, gemmTN), 1}, gemmSG*SIMDWidth,
-		(gemmTM+gemmTN)*gemmTKP*actBytes(k)+4*4+4*GEMMIDListCap), nil
+		(gemmIDTM+gemmTN)*gemmIDTKP*actBytes(k)+4*4+4*GEMMIDListCap), nil
 }
 
 // moeSumGeometry (moe_sum): thread i of threadgroup (x, r) owns element

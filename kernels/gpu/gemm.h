@@ -1,16 +1,17 @@
 // Prefill GEMMs: Y[M×N] = X[M×K] · W[N×K]ᵀ (+ bias), X and Y F16, W in any
 // weight type (kernels/geometry.go: gemmGeometry).
 //
-// simd_gemm: threadgroup (x, y) owns the tile Y[32y, +32) × [64x, +64). Each
-// K step of 32 stages a 32×32 tile of X and a 64×32 tile of W, dequantized
-// to half, in threadgroup memory (7.5 KiB: rows padded to TKP = 40 halves,
+// simd_gemm: threadgroup (x, y) owns the tile Y[64y, +64) × [64x, +64). Each
+// K step of 64 stages a 64×64 tile of X and a 64×64 tile of W, dequantized
+// to half, in threadgroup memory (18 KiB: rows padded to TKP = 72 halves,
 // so that the 8 rows a tile load reads fall in distinct banks); each of
-// the 4 SIMD groups owns a 32×16 column strip of the tile and multiplies
+// the 4 SIMD groups owns a 64×16 column strip of the tile and multiplies
 // 8×8 simdgroup matrices (the tile primitive of the preludes: half inputs,
 // float accumulators), each fragment loaded once per 8 columns of K and
-// two row blocks a product (tile_mma2). The accumulators leave through the
-// same threadgroup memory, two SIMD groups at a time (a strip is 2 KiB of
-// float), so edges need no special case.
+// two row blocks a product (tile_mma2). A dequantized W element serves 64
+// rows of X: dequantizing is the costly half of a K step. The accumulators
+// leave through the same threadgroup memory (a strip is 4 KiB of float),
+// so edges need no special case.
 //
 // simd_gemm_small (2–8 rows): SIMD group g owns 8 output features and reads
 // each weight chunk once for all rows of X; lanes stride over the chunks.
@@ -18,10 +19,10 @@
 #include "gemm_stage.h"
 
 
-#define TM 32
+#define TM 64
 #define TN 64
-#define TK 32
-#define TKP 40
+#define TK 64
+#define TKP 72
 
 template <int T>
 inline void simd_gemm(device const uchar* w,
@@ -38,13 +39,14 @@ inline void simd_gemm(device const uchar* w,
     threadgroup half* sw = tg + TM * TKP; // [TN][TKP]
     uint n0 = tgpig.x * TN, m0 = tgpig.y * TM;
     ulong rb = row_bytes<T>(p.k);
-    tile_acc acc[4][2];
-    for (uint i = 0; i < 4; i++)
+    tile_acc acc[TM / 8][2];
+    for (uint i = 0; i < TM / 8; i++)
         for (uint j = 0; j < 2; j++) tile_zero(acc[i][j]);
     for (uint k0 = 0; k0 < p.k; k0 += TK) {
-        // X: thread tid takes 8 halves of row tid/4, one 16-byte store.
-        {
-            uint r = tid / 4, c = 8 * (tid % 4);
+        // X: thread tid takes 8 halves of rows tid/8 + 16·pass, each one
+        // 16-byte store.
+        for (uint pass = 0; pass < TM / 16; pass++) {
+            uint r = tid / 8 + 16 * pass, c = 8 * (tid % 8);
             uint4 v;
             v.x = v.y = v.z = v.w = 0;
             if (m0 + r < p.m) {
@@ -62,36 +64,33 @@ inline void simd_gemm(device const uchar* w,
             }
             *(threadgroup uint4*)(sx + r * TKP + c) = v;
         }
-        gemm_stage_w<T>(sw, TKP, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 2 chunks of 16
+        gemm_stage_w<T, 2>(sw, TKP, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 4 chunks of 16
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint kk = 0; kk < TK; kk += 8) {
-            tile_half a[4], b[2];
-            for (uint i = 0; i < 4; i++) tile_load_a(a[i], sx + (8 * i) * TKP + kk, TKP);
+            tile_half b[2];
             // Wᵀ: element (k, n) of the 8×8 block is sw[n][k], so load transposed.
             for (uint j = 0; j < 2; j++) tile_load_b(b[j], sw + (sg * 16 + 8 * j) * TKP + kk, TKP, true);
-            for (uint i = 0; i < 4; i += 2)
-                for (uint j = 0; j < 2; j++) tile_mma2(acc[i][j], acc[i + 1][j], a[i], a[i + 1], b[j]);
-        }
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
-    // Out through threadgroup memory, groups {0,1} then {2,3}: 32×16 floats each.
-    threadgroup float* so = (threadgroup float*)tg;
-    for (uint phase = 0; phase < 2; phase++) {
-        if (sg / 2 == phase) {
-            threadgroup float* mine = so + (sg % 2) * (TM * 16);
-            for (uint i = 0; i < 4; i++)
-                for (uint j = 0; j < 2; j++) tile_store(acc[i][j], mine + (8 * i) * 16 + 8 * j, 16);
-            simdgroup_barrier(mem_flags::mem_threadgroup);
-            for (uint e = lane; e < TM * 16; e += 32) {
-                uint r = e / 16, c = e % 16, n = n0 + sg * 16 + c;
-                if (m0 + r < p.m && n < p.n) {
-                    float v = mine[e];
-                    if (has_bias) v += bias[n];
-                    y[ulong(m0 + r) * p.ldc + n] = half(v);
-                }
+            for (uint i = 0; i < TM / 8; i += 2) {
+                tile_half a0, a1;
+                tile_load_a(a0, sx + (8 * i) * TKP + kk, TKP);
+                tile_load_a(a1, sx + (8 * i + 8) * TKP + kk, TKP);
+                for (uint j = 0; j < 2; j++) tile_mma2(acc[i][j], acc[i + 1][j], a0, a1, b[j]);
             }
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    // Out through threadgroup memory: SIMD group g's 64×16 floats at 4 KiB·g.
+    threadgroup float* mine = (threadgroup float*)tg + sg * (TM * 16);
+    for (uint i = 0; i < TM / 8; i++)
+        for (uint j = 0; j < 2; j++) tile_store(acc[i][j], mine + (8 * i) * 16 + 8 * j, 16);
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e = lane; e < TM * 16; e += 32) {
+        uint r = e / 16, c = e % 16, n = n0 + sg * 16 + c;
+        if (m0 + r < p.m && n < p.n) {
+            float v = mine[e];
+            if (has_bias) v += bias[n];
+            y[ulong(m0 + r) * p.ldc + n] = half(v);
+        }
     }
 }
 

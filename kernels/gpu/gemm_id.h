@@ -24,14 +24,14 @@
 #define GID_TM 32
 #define GID_TN 64
 #define GID_TK 32
-#define GID_TKP 40 // rows padded as gemm.h's TKP
+#define GID_TKP 40 // rows padded by 8, as gemm.h's TKP
 // The list of pairs holds GID_CAP; a window adds at most GID_WIN.
 #define GID_CAP 2048
 #define GID_WIN 512
 
 // gemm_id_tiles is simd_gemm's body (gemm.h) over the count pairs listed
 // at list, rows gathered and scattered by pair: threadgroup memory is
-// simd_gemm's 7.5 KiB of tiles, then the list. Every thread of the
+// 7.5 KiB of tiles as simd_gemm's (K steps of 32), then the list. Every thread of the
 // threadgroup calls it with the same count.
 template <int T>
 inline void gemm_id_tiles(device const uchar* we,
@@ -66,7 +66,7 @@ inline void gemm_id_tiles(device const uchar* we,
                 uint c = k0 + lane;
                 sx[(sg + 4 * i) * GID_TKP + lane] = (xin[i] && c < p.k) ? x[xo[i] + c] : half(0.0f);
             }
-            gemm_stage_w<T>(sw, GID_TKP, we, rb, n0, k0, p.n, p.k, tid); // W: the expert's 64 rows × 2 chunks of 16
+            gemm_stage_w<T, 1>(sw, GID_TKP, we, rb, n0, k0, p.n, p.k, tid); // W: the expert's 64 rows × 2 chunks of 16
             threadgroup_barrier(mem_flags::mem_threadgroup);
             for (uint kk = 0; kk < GID_TK; kk += 8) {
                 tile_half a[4], b[2];

@@ -227,6 +227,15 @@ func quantized(t *testing.T, r *rand.Rand, dt dtype.Type, rows, k int) []byte {
 }
 
 // caseFor builds a case for kernel k, or says why it has none.
+// gemmHalfStep is a GEMM case whose K ends half-way through simd_gemm's
+// K step of 64, X loaded in 16-byte vectors.
+func gemmHalfStep(t *testing.T, r *rand.Rand, k *kernels.Kernel) kcase {
+	const m, n, kk = 33, 70, tK + 32
+	s := kernels.Shape{Tokens: m, N: n, K: kk, VecX: true}
+	b := map[string][]byte{"w": quantized(t, r, k.DType, n, kk), "x": f16s(r, m*kk, 1), "y": make([]byte, 2*m*n)}
+	return kcase{s, kernels.GEMMParams{M: m, N: n, K: kk, LDA: kk, LDC: n}, b}
+}
+
 func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 	v := k.Variant
 	switch k.Op {
@@ -408,7 +417,10 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 	y := make([]byte, 2*m*n)
 	for r := range m {
 		for o := range n {
-			s := float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
+			s := 0.0
+			if c.shape.Bias {
+				s = float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
+			}
 			for e := range kk {
 				s += float64(w[o*kk+e]) * x[r*kk+e]
 			}
@@ -500,10 +512,13 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := []kcase{cs}
-			if k.Op == kernels.OpGEMV { // x loaded element by element, and in 16-byte vectors
+			if k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 { // x loaded element by element, and in 16-byte vectors
 				vec := cs
 				vec.shape.VecX = true
 				cases = append(cases, vec)
+			}
+			if k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 && k.DType.BlockSize() <= 32 {
+				cases = append(cases, gemmHalfStep(t, rand.New(rand.NewPCG(4, uint64(len(k.Name)))), k))
 			}
 			if k.Op == kernels.OpAttentionPrefill && k.Variant&kernels.V2 != 0 {
 				cases = append(cases, stagedPrefill(rand.New(rand.NewPCG(2, uint64(len(k.Name)))), cs))
