@@ -9,7 +9,9 @@
 // 8×8 simdgroup matrices (the tile primitive of the preludes: half inputs,
 // float accumulators), each fragment loaded once per 8 columns of K and
 // two row blocks a product (tile_mma2). A dequantized W element serves 64
-// rows of X: dequantizing is the costly half of a K step. The accumulators
+// rows of X: dequantizing is the costly half of a K step. The next K step's
+// X and W (Q4_0's raw blocks) are read into registers while this step's
+// products run (gemm_stage.h: gemm_load_w). The accumulators
 // leave through the same threadgroup memory (a strip is 4 KiB of float),
 // so edges need no special case.
 //
@@ -23,6 +25,30 @@
 #define TN 64
 #define TK 64
 #define TKP 72
+
+// gemm_load_x reads X's 8 halves of rows tid/8 + 16·pass, columns
+// k0 + 8(tid % 8).., for each pass, zeros past M and K.
+inline void gemm_load_x(thread uint4* xv, device const half* x, constant GEMMParams& p, uint m0, uint k0, uint tid) {
+    for (uint pass = 0; pass < TM / 16; pass++) {
+        uint r = tid / 8 + 16 * pass, c = 8 * (tid % 8);
+        uint4 v;
+        v.x = v.y = v.z = v.w = 0;
+        if (m0 + r < p.m) {
+            device const half* xr = x + ulong(m0 + r) * p.lda + k0 + c;
+            if (vec_x) { // 16-byte aligned, and K a multiple of 8
+                if (k0 + c < p.k) v = *(device const uint4*)xr;
+            } else {
+                float e[8];
+                for (uint i = 0; i < 8; i++) e[i] = k0 + c + i < p.k ? float(xr[i]) : 0.0f;
+                v.x = pack_half2(e[0], e[1]);
+                v.y = pack_half2(e[2], e[3]);
+                v.z = pack_half2(e[4], e[5]);
+                v.w = pack_half2(e[6], e[7]);
+            }
+        }
+        xv[pass] = v;
+    }
+}
 
 template <int T>
 inline void simd_gemm(device const uchar* w,
@@ -42,30 +68,21 @@ inline void simd_gemm(device const uchar* w,
     tile_acc acc[TM / 8][2];
     for (uint i = 0; i < TM / 8; i++)
         for (uint j = 0; j < 2; j++) tile_zero(acc[i][j]);
+    // The next K step's X and W are read into registers before this
+    // step's products, so their latency overlaps the multiplies.
+    uint4 xv[TM / 16];
+    wregs<T> wv;
+    gemm_load_x(xv, x, p, m0, 0, tid);
+    gemm_load_w<T>(wv, w, rb, n0, 0, p.n, p.k, tid);
     for (uint k0 = 0; k0 < p.k; k0 += TK) {
-        // X: thread tid takes 8 halves of rows tid/8 + 16·pass, each one
-        // 16-byte store.
-        for (uint pass = 0; pass < TM / 16; pass++) {
-            uint r = tid / 8 + 16 * pass, c = 8 * (tid % 8);
-            uint4 v;
-            v.x = v.y = v.z = v.w = 0;
-            if (m0 + r < p.m) {
-                device const half* xr = x + ulong(m0 + r) * p.lda + k0 + c;
-                if (vec_x) { // 16-byte aligned, and K a multiple of 8
-                    if (k0 + c < p.k) v = *(device const uint4*)xr;
-                } else {
-                    float e[8];
-                    for (uint i = 0; i < 8; i++) e[i] = k0 + c + i < p.k ? float(xr[i]) : 0.0f;
-                    v.x = pack_half2(e[0], e[1]);
-                    v.y = pack_half2(e[2], e[3]);
-                    v.z = pack_half2(e[4], e[5]);
-                    v.w = pack_half2(e[6], e[7]);
-                }
-            }
-            *(threadgroup uint4*)(sx + r * TKP + c) = v;
-        }
-        gemm_stage_w<T, 2>(sw, TKP, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 4 chunks of 16
+        for (uint pass = 0; pass < TM / 16; pass++) // X: 8 halves of rows tid/8 + 16·pass
+            *(threadgroup uint4*)(sx + (tid / 8 + 16 * pass) * TKP + 8 * (tid % 8)) = xv[pass];
+        gemm_store_w<T>(sw, TKP, wv, w, rb, n0, k0, p.n, p.k, tid); // W: 64 rows × 4 chunks of 16
         threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (k0 + TK < p.k) {
+            gemm_load_x(xv, x, p, m0, k0 + TK, tid);
+            gemm_load_w<T>(wv, w, rb, n0, k0 + TK, p.n, p.k, tid);
+        }
         for (uint kk = 0; kk < TK; kk += 8) {
             tile_half b[2];
             // Wᵀ: element (k, n) of the 8×8 block is sw[n][k], so load transposed.

@@ -28,28 +28,12 @@ inline void store16(threadgroup half* dst, thread const float* v) {
     d[1] = hi;
 }
 
-// dequant32 writes chunks c and c+1 (c even, both below k) of a row: two
-// dequant16, or one pass over a Q4_0 block, whose 16 bytes hold both
-// chunks' nibbles.
+// dequant32 writes chunks c and c+1 (c even, both below k) of a row.
 template <int T>
 inline void dequant32(device const uchar* row, uint c, uint k, thread float* out) {
     dequant16<T>(row, c, k, out);
     dequant16<T>(row, c + 1, k, out + 16);
 }
-template <>
-inline void dequant32<W_Q4_0>(device const uchar* row, uint c, uint, thread float* out) {
-    device const uchar* b = row + (c / 2) * 18;
-    float d = ld_half(b);
-    device const ushort* q = (device const ushort*)(b + 2); // blocks and rows are 18·n bytes: 2-aligned
-    for (uint i = 0; i < 8; i++) {
-        uint u = q[i];
-        out[2 * i] = d * (float(u & 0xF) - 8.0f);
-        out[2 * i + 1] = d * (float((u >> 8) & 0xF) - 8.0f);
-        out[16 + 2 * i] = d * (float((u >> 4) & 0xF) - 8.0f);
-        out[17 + 2 * i] = d * (float((u >> 12) & 0xF) - 8.0f);
-    }
-}
-
 // sw and ld·2 bytes are multiples of 16.
 template <int T, int NC>
 inline void gemm_stage_w(threadgroup half* sw, uint ld, device const uchar* w, ulong rb, uint n0, uint k0, uint n, uint k, uint tid) {
@@ -69,4 +53,56 @@ inline void gemm_stage_w(threadgroup half* sw, uint ld, device const uchar* w, u
         }
     }
     for (uint j = 0; j < NC; j++) store16(sw + r * ld + 16 * (NC * (tid & 1) + j), v + 16 * j);
+}
+
+// The W stage of simd_gemm in two halves: gemm_load_w reads what the
+// thread's row tid/2 and 32 columns from k0 + 32(tid&1) need into
+// registers (wregs), gemm_store_w writes them as halves into sw, so the
+// GEMM can read the next K step's while it multiplies. The general form
+// reads nothing early (its dequantization reads at the store); Q4_0's
+// holds the block's 18 bytes.
+template <int T>
+struct wregs {
+    uint none;
+};
+template <>
+struct wregs<W_Q4_0> {
+    ushort d;
+    ushort q[8];
+    bool ok;
+};
+
+template <int T>
+inline void gemm_load_w(thread wregs<T>&, device const uchar*, ulong, uint, uint, uint, uint, uint) {}
+template <>
+inline void gemm_load_w<W_Q4_0>(thread wregs<W_Q4_0>& g, device const uchar* w, ulong rb, uint n0, uint k0, uint n, uint k, uint tid) {
+    uint r = tid / 2, blk = k0 / 32 + (tid & 1);
+    g.ok = n0 + r < n && 32 * blk < k;
+    if (g.ok) {
+        device const ushort* b = (device const ushort*)(w + ulong(n0 + r) * rb + blk * 18); // 18·n bytes: 2-aligned
+        g.d = b[0];
+        for (uint i = 0; i < 8; i++) g.q[i] = b[1 + i];
+    }
+}
+
+template <int T>
+inline void gemm_store_w(threadgroup half* sw, uint ld, thread const wregs<T>&, device const uchar* w, ulong rb, uint n0, uint k0,
+                         uint n, uint k, uint tid) {
+    gemm_stage_w<T, 2>(sw, ld, w, rb, n0, k0, n, k, tid);
+}
+template <>
+inline void gemm_store_w<W_Q4_0>(threadgroup half* sw, uint ld, thread const wregs<W_Q4_0>& g, device const uchar*, ulong, uint,
+                                 uint, uint, uint, uint tid) {
+    float v[32];
+    float d = g.ok ? float(as_type<half>(g.d)) : 0.0f;
+    for (uint i = 0; i < 8; i++) {
+        uint u = g.ok ? g.q[i] : 0x8888u; // zeros: every nibble 8
+        v[2 * i] = d * (float(u & 0xF) - 8.0f);
+        v[2 * i + 1] = d * (float((u >> 8) & 0xF) - 8.0f);
+        v[16 + 2 * i] = d * (float((u >> 4) & 0xF) - 8.0f);
+        v[17 + 2 * i] = d * (float((u >> 12) & 0xF) - 8.0f);
+    }
+    threadgroup half* dst = sw + (tid / 2) * ld + 32 * (tid & 1);
+    store16(dst, v);
+    store16(dst + 16, v + 16);
 }
