@@ -60,7 +60,8 @@ inline void gemm_stage_w(threadgroup half* sw, uint ld, device const uchar* w, u
 // registers (wregs), gemm_store_w writes them as halves into sw, so the
 // GEMM can read the next K step's while it multiplies. The general form
 // reads nothing early (its dequantization reads at the store); Q4_0's
-// holds the block's 18 bytes.
+// holds the block's 18 bytes, Q4_K's the sub-block's 32 quant bytes, the
+// super-block's d and dmin and the three scale bytes scale_min_k4 reads.
 template <int T>
 struct wregs {
     uint none;
@@ -69,6 +70,14 @@ template <>
 struct wregs<W_Q4_0> {
     ushort d;
     ushort q[8];
+    bool ok;
+};
+
+template <>
+struct wregs<W_Q4_K> {
+    ushort d, dmin;
+    uchar s0, s1, s2;
+    ushort q[16];
     bool ok;
 };
 
@@ -82,6 +91,25 @@ inline void gemm_load_w<W_Q4_0>(thread wregs<W_Q4_0>& g, device const uchar* w, 
         device const ushort* b = (device const ushort*)(w + ulong(n0 + r) * rb + blk * 18); // 18·n bytes: 2-aligned
         g.d = b[0];
         for (uint i = 0; i < 8; i++) g.q[i] = b[1 + i];
+    }
+}
+
+// Q4_K: the thread's 32 elements are sub-block j = (k0/32 + (tid&1)) % 8 of
+// super-block k0/256: the nibble half j&1 of qs[32(j/2), +32).
+template <>
+inline void gemm_load_w<W_Q4_K>(thread wregs<W_Q4_K>& g, device const uchar* w, ulong rb, uint n0, uint k0, uint n, uint k, uint tid) {
+    uint r = tid / 2, e0 = k0 + 32 * (tid & 1), j = (e0 / 32) % 8;
+    g.ok = n0 + r < n && e0 < k;
+    if (g.ok) {
+        device const uchar* b = w + ulong(n0 + r) * rb + (e0 / 256) * 144;
+        device const ushort* h = (device const ushort*)b; // 144·n bytes: 2-aligned
+        g.d = h[0];
+        g.dmin = h[1];
+        g.s0 = b[4 + (j & 3)]; // scale_min_k4's bytes of the 12 at b + 4: q[j & 3], q[j + 4], q[j]
+        g.s1 = b[8 + j];
+        g.s2 = b[4 + j];
+        device const ushort* qs = (device const ushort*)(b + 16 + 32 * (j / 2));
+        for (uint i = 0; i < 16; i++) g.q[i] = qs[i];
     }
 }
 
@@ -101,6 +129,24 @@ inline void gemm_store_w<W_Q4_0>(threadgroup half* sw, uint ld, thread const wre
         v[2 * i + 1] = d * (float((u >> 8) & 0xF) - 8.0f);
         v[16 + 2 * i] = d * (float((u >> 4) & 0xF) - 8.0f);
         v[17 + 2 * i] = d * (float((u >> 12) & 0xF) - 8.0f);
+    }
+    threadgroup half* dst = sw + (tid / 2) * ld + 32 * (tid & 1);
+    store16(dst, v);
+    store16(dst + 16, v + 16);
+}
+template <>
+inline void gemm_store_w<W_Q4_K>(threadgroup half* sw, uint ld, thread const wregs<W_Q4_K>& g, device const uchar*, ulong, uint,
+                                 uint k0, uint, uint, uint tid) {
+    uint j = ((k0 + 32 * (tid & 1)) / 32) % 8, sh = (j & 1) * 4;
+    uint s0 = g.s0, s1 = g.s1, s2 = g.s2;
+    float sc = j < 4 ? float(s0 & 63) : float((s1 & 0xF) | ((s0 >> 6) << 4));
+    float mn = j < 4 ? float(s1 & 63) : float((s1 >> 4) | ((s2 >> 6) << 4));
+    float d1 = g.ok ? float(as_type<half>(g.d)) * sc : 0.0f, m1 = g.ok ? float(as_type<half>(g.dmin)) * mn : 0.0f;
+    float v[32];
+    for (uint i = 0; i < 16; i++) {
+        uint u = g.ok ? g.q[i] : 0u;
+        v[2 * i] = d1 * float((u >> sh) & 0xF) - m1;
+        v[2 * i + 1] = d1 * float((u >> (8 + sh)) & 0xF) - m1;
     }
     threadgroup half* dst = sw + (tid / 2) * ld + 32 * (tid & 1);
     store16(dst, v);
