@@ -422,9 +422,10 @@ const (
 //
 // v2: flash attention tiled over queries and keys: threadgroup (r, h) owns
 // 32 query rows of head h (8 per SIMD group) and walks the keys 32 at a
-// time, staging the query rows and the K and V tiles (F16), the 32 × 32
-// scores (F32) and weights (F16) and an 8 × 8 block a SIMD group (F32) in
-// threadgroup memory (31 KiB at head dims of 128), so each key is read
+// time, staging the query rows (read once into registers) and the K and V
+// tiles (F16, rows padded by 8), the 32 × 32 scores (F32) and weights (F16)
+// in the query rows' memory, and an 8 × 8 block a SIMD group (F32) in
+// threadgroup memory (26.5 KiB at head dims of 128), so each key is read
 // once per 32 queries instead of once per query and both products run on
 // the matrix units. Head dims above 128 (or not multiples of 8) run each
 // row alone; the memory stays reserved as before, at 16 keys a tile (the
@@ -441,9 +442,9 @@ func attnPrefillGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		return launch([3]int{ceilDiv(s.Tokens, attnPrefillSG), s.Heads, 1}, attnPrefillSG*SIMDWidth, 0, values(k, vals)...), nil
 	}
 	tile := 32
-	tgMem := tile*(s.HeadDim+s.HeadDimV)*2 + // the key and value tiles, F16
-		attnPrefillRows*s.HeadDim*2 + // the query rows, F16
-		attnPrefillRows*tile*(4+2) + // the scores (F32) and the weights (F16)
+	tgMem := tile*(s.HeadDim+8+s.HeadDimV+8)*2 + // the key and value tiles, F16, rows padded by 8
+		max(attnPrefillRows*(s.HeadDim+8)*2, // the query rows, F16, padded, whose memory then holds
+			attnPrefillRows*tile*(4+2)) + // the scores (F32) and the weights (F16)
 		attnPrefillSG*64*4 // a SIMD group's 8×8 block of output, F32
 	if s.HeadDim > 128 || s.HeadDimV > 128 || s.HeadDim%8 != 0 || s.HeadDimV%8 != 0 {
 		// The kernel runs each row alone (the staged tiles would not fit

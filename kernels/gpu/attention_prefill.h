@@ -88,10 +88,11 @@ inline void flash_attention_prefill_rows(device const half* q,
 }
 
 // prefill_tiled is v2's staged form for the 32 rows from r0 of head h
-// (layout of tg: the key tile [32][head_dim] and value tile
-// [32][head_dim_v] as half, the query rows [32][head_dim] as half, the
-// scores [32][32] as float, the weights [32][32] as half, and 64 floats a
-// SIMD group of scratch; kernels/geometry.go sizes it).
+// (layout of tg: the key tile [32][head_dim + 8] and value tile
+// [32][head_dim_v + 8] as half, the query rows [32][head_dim + 8] as half,
+// whose memory later holds the scores [32][32] as float and the weights
+// [32][32] as half, and 64 floats a SIMD group of scratch;
+// kernels/geometry.go sizes it).
 template <bool ROWS>
 inline void prefill_tiled(device const half* q, device const half* k_cache, device const half* v_cache,
                           device half* out, RowsArgs ra, constant AttentionParams& p, threadgroup float* tg,
@@ -129,16 +130,26 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
     uint kvh = h / (p.n_heads / p.n_kv_heads);
     device const half* kc = k_cache + ulong(kvh) * p.max_ctx * head_dim;
     device const half* vc = v_cache + ulong(kvh) * p.max_ctx * head_dim_v;
+    // Rows of the staged tiles are padded by 8 halves (KP, VP), so that the
+    // 8 rows a tile load reads fall in distinct banks and a row starts
+    // 16-byte aligned. The query rows are read into registers once, and
+    // their memory then holds the scores and weights.
+    const uint KP = head_dim + 8, VP = head_dim_v + 8;
+    const uint KC = max(head_dim / 8, 1u), VC = max(head_dim_v / 8, 1u); // 8-half columns of a row
     threadgroup half* kt = (threadgroup half*)tg;
-    threadgroup half* vt = kt + T * head_dim;
-    threadgroup half* qt = vt + T * head_dim_v;
-    threadgroup float* st = (threadgroup float*)(qt + 32 * head_dim);
+    threadgroup half* vt = kt + T * KP;
+    threadgroup half* qt = vt + T * VP;
+    threadgroup float* st = (threadgroup float*)qt;
     threadgroup half* pt = (threadgroup half*)(st + 32 * T);
-    threadgroup float* xt = (threadgroup float*)(pt + 32 * T) + sg * 64;
+    uint qbytes = max(32 * KP * 2, 32 * T * 6); // the query rows, or the scores and weights
+    threadgroup float* xt = (threadgroup float*)((threadgroup uchar*)qt + qbytes) + sg * 64;
     for (uint e = tid; e < 32 * head_dim; e += 128) {
-        uint i = e / head_dim;
-        qt[e] = i < nrows ? q[ulong(r0 + i) * p.q_stride + h * head_dim + e % head_dim] : half(0.0f);
+        uint i = e / head_dim, c = e % head_dim;
+        qt[i * KP + c] = i < nrows ? q[ulong(r0 + i) * p.q_stride + h * head_dim + c] : half(0.0f);
     }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    tile_half qa[16]; // this SIMD group's 8 rows, 8 columns each: head_dim ≤ 128
+    for (uint d = 0; d < head_dim / 8; d++) tile_load_a(qa[d], qt + (8 * sg) * KP + 8 * d, KP);
     // This SIMD group's rows 8sg + i: their key ranges and softmax state.
     float m[8], l[8];
     uint rlo[8], rhi[8];
@@ -163,23 +174,30 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
     threadgroup half* ps = pt + sg * 8 * T;
     for (uint k0 = lo; k0 < hi; k0 += T) {
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        for (uint e = tid; e < T * head_dim; e += 128) {
-            uint j = e / head_dim;
-            kt[e] = k0 + j < hi ? kc[ulong(k0 + j) * head_dim + e % head_dim] : half(0.0f);
+        // K and V: 16-byte loads and stores (head dims are multiples of 8,
+        // the caches' rows 16-byte aligned).
+        for (uint e = tid; e < T * KC; e += 128) {
+            uint j = e / KC, c = 8 * (e % KC);
+            uint4 v;
+            v.x = v.y = v.z = v.w = 0;
+            if (k0 + j < hi) v = *(device const uint4*)(kc + ulong(k0 + j) * head_dim + c);
+            *(threadgroup uint4*)(kt + j * KP + c) = v;
         }
-        for (uint e = tid; e < T * head_dim_v; e += 128) {
-            uint j = e / head_dim_v;
-            vt[e] = k0 + j < hi ? vc[ulong(k0 + j) * head_dim_v + e % head_dim_v] : half(0.0f);
+        for (uint e = tid; e < T * VC; e += 128) {
+            uint j = e / VC, c = 8 * (e % VC);
+            uint4 v;
+            v.x = v.y = v.z = v.w = 0;
+            if (k0 + j < hi) v = *(device const uint4*)(vc + ulong(k0 + j) * head_dim_v + c);
+            *(threadgroup uint4*)(vt + j * VP + c) = v;
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint cb = 0; cb < T / 8; cb++) {
             tile_acc acc;
             tile_zero(acc);
-            for (uint d = 0; d < head_dim; d += 8) {
-                tile_half a, b;
-                tile_load_a(a, qt + (8 * sg) * head_dim + d, head_dim);
-                tile_load_b(b, kt + (8 * cb) * head_dim + d, head_dim, true);
-                tile_mma(acc, a, b);
+            for (uint d = 0; d < head_dim / 8; d++) {
+                tile_half b;
+                tile_load_b(b, kt + (8 * cb) * KP + 8 * d, KP, true);
+                tile_mma(acc, qa[d], b);
             }
             tile_store(acc, ss + 8 * cb, T);
         }
@@ -203,14 +221,15 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
             if (i == orow) amine = a;
         }
         simdgroup_barrier(mem_flags::mem_threadgroup);
+        tile_half pa[T / 8];
+        for (uint kk = 0; kk < T / 8; kk++) tile_load_a(pa[kk], ps + 8 * kk, T);
         for (uint j = 0; j < NJ; j++) {
             tile_acc acc;
             tile_zero(acc);
-            for (uint kk = 0; kk < T; kk += 8) {
-                tile_half a, b;
-                tile_load_a(a, ps + kk, T);
-                tile_load_b(b, vt + kk * head_dim_v + 8 * j, head_dim_v, false);
-                tile_mma(acc, a, b);
+            for (uint kk = 0; kk < T / 8; kk++) {
+                tile_half b;
+                tile_load_b(b, vt + (8 * kk) * VP + 8 * j, VP, false);
+                tile_mma(acc, pa[kk], b);
             }
             tile_store(acc, xt, 8);
             simdgroup_barrier(mem_flags::mem_threadgroup);
