@@ -437,7 +437,7 @@ func (e *emitter) tail(n *Tail, k *kernels.Kernel) error {
 		if e.p.batch() {
 			ids = bref{buf: s.scratch.argmax, len: 4 * uint64(rows)}
 		}
-		return e.emit(n, k, kernels.Shape{Vocab: w, Tokens: rows}, kernels.ArgmaxParams{N: uint32(w), NRows: uint32(rows)},
+		return e.emit(n, k, kernels.Shape{Vocab: w, Tokens: rows, VecX: aligned16(e.act(in))}, kernels.ArgmaxParams{N: uint32(w), NRows: uint32(rows)},
 			map[string]bref{"logits": e.act(in), "ids": ids}, e.class(in), e.actRead(in))
 	}
 	return fmt.Errorf("%w: tail op %s", ErrUnsupported, n.Op)

@@ -468,6 +468,9 @@ var families = []*family{
 		bindings: func(Spec) []Binding {
 			return []Binding{in("logits", RoleActivation, "logits [n_rows, n]"), out("ids", RoleIO, "token ids, uint32")}
 		},
+		constants: func(Spec) []Constant {
+			return constants(cbool("vec_x", "the logits start 16-byte aligned and n is a multiple of 8: the GPU kernel reads them in 16-byte vectors"))
+		},
 		geometry: argmaxGeometry, geometryDoc: fixed("a threadgroup of 1024 threads per row over the vocabulary, reduced through threadgroup memory; grid = rows"),
 		instances: func() []Spec { return specs(OpArgmax, acts) },
 	},

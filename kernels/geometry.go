@@ -31,7 +31,7 @@ type Shape struct {
 	Softcap   bool // attention: scores are soft-capped
 	Window    bool // attention: a sliding window limits the keys
 	LastRow   bool // copy: the last row of the input (the batch's last token) is copied to row 0
-	VecX      bool // GEMV, gemv_id: x (gate, up) is bound 16-byte aligned and K is a multiple of 16 (gemv_id: its strides too); GEMM: X is bound 16-byte aligned and lda is a multiple of 8
+	VecX      bool // GEMV, gemv_id: x (gate, up) is bound 16-byte aligned and K is a multiple of 16 (gemv_id: its strides too); GEMM: X is bound 16-byte aligned and lda is a multiple of 8; argmax: the logits are bound 16-byte aligned
 	Normalize bool // pool: the pooled vector is divided by its L2 norm
 	Norm      bool // moe_route: a row's chosen weights are divided by their sum (llama.cpp's norm_w)
 }
@@ -487,6 +487,7 @@ func elementwiseGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 func argmaxGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	l, err := vocabGeometry(k, s, t)
 	l.Grid[0] = max(s.Tokens, 1)
+	l.Constants = values(k, map[string]uint32{"vec_x": b2u(s.VecX && s.Vocab%8 == 0)})
 	return l, err
 }
 

@@ -4,6 +4,8 @@
 #include "prelude_metal.h"
 #include "ShaderTypes.h"
 
+constant bool vec_x [[function_constant(0)]];
+
 #include "sampling.h"
 
 kernel void argmax_f16(device const half* logits [[buffer(0)]],

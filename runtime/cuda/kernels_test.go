@@ -512,7 +512,7 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := []kcase{cs}
-			if k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 { // x loaded element by element, and in 16-byte vectors
+			if k.Op == kernels.OpGEMV || k.Op == kernels.OpArgmax || k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 { // x loaded element by element, and in 16-byte vectors
 				vec := cs
 				vec.shape.VecX = true
 				cases = append(cases, vec)
