@@ -217,7 +217,7 @@ var families = []*family{
 			}
 		},
 		constants: func(s Spec) []Constant {
-			if s.Variant&Small != 0 {
+			if s.Variant&Small != 0 || s.Act == dtype.F32 { // vec_x: the GPU kernels' (F16 activations)
 				return constants(biasConst)
 			}
 			return constants(biasConst,
@@ -468,7 +468,10 @@ var families = []*family{
 		bindings: func(Spec) []Binding {
 			return []Binding{in("logits", RoleActivation, "logits [n_rows, n]"), out("ids", RoleIO, "token ids, uint32")}
 		},
-		constants: func(Spec) []Constant {
+		constants: func(s Spec) []Constant {
+			if s.Act == dtype.F32 { // the CPU's: no GPU body
+				return nil
+			}
 			return constants(cbool("vec_x", "the logits start 16-byte aligned and n is a multiple of 8: the GPU kernel reads them in 16-byte vectors"))
 		},
 		geometry: argmaxGeometry, geometryDoc: fixed("a threadgroup of 1024 threads per row over the vocabulary, reduced through threadgroup memory; grid = rows"),

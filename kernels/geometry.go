@@ -244,8 +244,22 @@ func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 		}
 		return launch([3]int{ceilDiv(s.N, gemmSG*gemmSmallCols), 1, 1}, gemmSG*SIMDWidth, 0, consts...), nil
 	}
+	if k.Act == dtype.F32 {
+		// No GPU body has F32 activations: these are the CPU backend's,
+		// whose launch is checked but never run, so it stays what plans
+		// compiled before the GPU tiles grew carry (legacyGEMMLaunch).
+		return legacyGEMMLaunch(s, 0, consts), nil
+	}
 	return launch([3]int{ceilDiv(s.N, gemmTN), ceilDiv(s.Tokens, gemmTM), 1}, gemmSG*SIMDWidth,
-		(gemmTM+gemmTN)*gemmTKP*2, consts...), nil // F16 tiles: the GPU kernels' activations (the F32 GEMMs are the CPU's)
+		(gemmTM+gemmTN)*gemmTKP*actBytes(k), consts...), nil
+}
+
+// legacyGEMMLaunch is the launch the GEMM rule gave before its GPU tiles
+// grew to 64 rows and K steps of 64 (32 × 64 tiles, K steps of 32,
+// unpadded F32 tiles) plus extra bytes of threadgroup memory: the CPU
+// backend's F32-activation GEMMs keep it, so that their plans still load.
+func legacyGEMMLaunch(s Shape, extra int, consts []ConstValue) Launch {
+	return launch([3]int{ceilDiv(s.N, gemmTN), ceilDiv(s.Tokens, 32), 1}, gemmSG*SIMDWidth, (32+gemmTN)*32*4+extra, consts...)
 }
 
 // embeddingGeometry: one threadgroup per token, 256 threads; thread i
@@ -601,6 +615,11 @@ func gemmIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	}
 	if err := needBlocks(k, "K", s.K); err != nil {
 		return Launch{}, err
+	}
+	if k.Act == dtype.F32 { // the CPU's, as in gemmGeometry
+		l := legacyGEMMLaunch(s, 4*4+4*GEMMIDListCap, nil)
+		l.Grid = [3]int{s.Experts, ceilDiv(s.N, gemmTN), 1}
+		return l, nil
 	}
 	return launch([3]int{s.Experts, ceilDiv(s.N, gemmTN), 1}, gemmSG*SIMDWidth,
 		(gemmIDTM+gemmTN)*gemmIDTKP*actBytes(k)+4*4+4*GEMMIDListCap), nil

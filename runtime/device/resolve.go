@@ -158,7 +158,7 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 		return fail("the grid counts threads; %s's geometry rule counts threadgroups", k.Name)
 	}
 	if err := k.CheckLaunch(x, ChipTuning(p.Header.Target.Tuning), c.Grid, c.Threadgroup, c.ThreadgroupMemory); err != nil {
-		return fail("%v", err)
+		return fail("%v (if the plan came from another version of akunuc, compile it again with this one)", err)
 	}
 	return r, nil
 }
