@@ -87,6 +87,20 @@ inline void flash_attention_prefill_rows(device const half* q,
     prefill_row<true>(q, k_cache, v_cache, out, ra, p, tgpig.x * 4 + sg, tgpig.y, lane);
 }
 
+// stage_rows copies the t cache rows from k0 (zeros from hi on) of n halves
+// each (n a multiple of 8, rows 16-byte aligned) from src to dst (row
+// stride ld, 16-byte aligned), 16 bytes at a time, threads tid of 128.
+inline void stage_rows(threadgroup half* dst, uint ld, device const half* src, uint n, uint k0, uint hi, uint t, uint tid) {
+    uint n8 = n / 8;
+    for (uint e = tid; e < t * n8; e += 128) {
+        uint j = e / n8, c = 8 * (e % n8);
+        uint4 v;
+        v.x = v.y = v.z = v.w = 0;
+        if (k0 + j < hi) v = *(device const uint4*)(src + ulong(k0 + j) * n + c);
+        *(threadgroup uint4*)(dst + j * ld + c) = v;
+    }
+}
+
 // prefill_tiled is v2's staged form for the 32 rows from r0 of head h
 // (layout of tg: the key tile [32][head_dim + 8] and value tile
 // [32][head_dim_v + 8] as half, the query rows [32][head_dim + 8] as half,
@@ -135,7 +149,6 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
     // 16-byte aligned. The query rows are read into registers once, and
     // their memory then holds the scores and weights.
     const uint KP = head_dim + 8, VP = head_dim_v + 8;
-    const uint KC = max(head_dim / 8, 1u), VC = max(head_dim_v / 8, 1u); // 8-half columns of a row
     threadgroup half* kt = (threadgroup half*)tg;
     threadgroup half* vt = kt + T * KP;
     threadgroup half* qt = vt + T * VP;
@@ -176,20 +189,8 @@ inline void prefill_tiled(device const half* q, device const half* k_cache, devi
         threadgroup_barrier(mem_flags::mem_threadgroup);
         // K and V: 16-byte loads and stores (head dims are multiples of 8,
         // the caches' rows 16-byte aligned).
-        for (uint e = tid; e < T * KC; e += 128) {
-            uint j = e / KC, c = 8 * (e % KC);
-            uint4 v;
-            v.x = v.y = v.z = v.w = 0;
-            if (k0 + j < hi) v = *(device const uint4*)(kc + ulong(k0 + j) * head_dim + c);
-            *(threadgroup uint4*)(kt + j * KP + c) = v;
-        }
-        for (uint e = tid; e < T * VC; e += 128) {
-            uint j = e / VC, c = 8 * (e % VC);
-            uint4 v;
-            v.x = v.y = v.z = v.w = 0;
-            if (k0 + j < hi) v = *(device const uint4*)(vc + ulong(k0 + j) * head_dim_v + c);
-            *(threadgroup uint4*)(vt + j * VP + c) = v;
-        }
+        stage_rows(kt, KP, kc, head_dim, k0, hi, T, tid);
+        stage_rows(vt, VP, vc, head_dim_v, k0, hi, T, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         for (uint cb = 0; cb < T / 8; cb++) {
             tile_acc acc;

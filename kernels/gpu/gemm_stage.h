@@ -28,31 +28,20 @@ inline void store16(threadgroup half* dst, thread const float* v) {
     d[1] = hi;
 }
 
-// dequant32 writes chunks c and c+1 (c even, both below k) of a row.
-template <int T>
-inline void dequant32(device const uchar* row, uint c, uint k, thread float* out) {
-    dequant16<T>(row, c, k, out);
-    dequant16<T>(row, c + 1, k, out + 16);
-}
 // sw and ld·2 bytes are multiples of 16.
 template <int T, int NC>
 inline void gemm_stage_w(threadgroup half* sw, uint ld, device const uchar* w, ulong rb, uint n0, uint k0, uint n, uint k, uint tid) {
     uint r = tid / 2, c = k0 / 16 + NC * (tid & 1);
     device const uchar* row = w + ulong(n0 + r) * rb;
-    bool in = n0 + r < n;
-    float v[16 * NC];
-    if (NC == 2 && in && 16 * c + 32 <= k) {
-        dequant32<T>(row, c, k, v);
-    } else {
-        for (uint j = 0; j < NC; j++) {
-            if (in && 16 * (c + j) < k) {
-                dequant16<T>(row, c + j, k, v + 16 * j);
-            } else {
-                for (uint i = 0; i < 16; i++) v[16 * j + i] = 0.0f;
-            }
+    for (uint j = 0; j < NC; j++) {
+        float v[16];
+        if (n0 + r < n && 16 * (c + j) < k) {
+            dequant16<T>(row, c + j, k, v);
+        } else {
+            for (uint i = 0; i < 16; i++) v[i] = 0.0f;
         }
+        store16(sw + r * ld + 16 * (NC * (tid & 1) + j), v);
     }
-    for (uint j = 0; j < NC; j++) store16(sw + r * ld + 16 * (NC * (tid & 1) + j), v + 16 * j);
 }
 
 // The W stage of simd_gemm in two halves: gemm_load_w reads what the
