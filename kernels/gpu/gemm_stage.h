@@ -114,10 +114,10 @@ inline void gemm_store_w<W_Q4_0>(threadgroup half* sw, uint ld, thread const wre
     float d = g.ok ? float(as_type<half>(g.d)) : 0.0f;
     for (uint i = 0; i < 8; i++) {
         uint u = g.ok ? g.q[i] : 0x8888u; // zeros: every nibble 8
-        v[2 * i] = d * (float(u & 0xF) - 8.0f);
-        v[2 * i + 1] = d * (float((u >> 8) & 0xF) - 8.0f);
-        v[16 + 2 * i] = d * (float((u >> 4) & 0xF) - 8.0f);
-        v[17 + 2 * i] = d * (float((u >> 12) & 0xF) - 8.0f);
+        v[2 * i] = d * (small_float(u & 0xF) - 8.0f);
+        v[2 * i + 1] = d * (small_float((u >> 8) & 0xF) - 8.0f);
+        v[16 + 2 * i] = d * (small_float((u >> 4) & 0xF) - 8.0f);
+        v[17 + 2 * i] = d * (small_float((u >> 12) & 0xF) - 8.0f);
     }
     threadgroup half* dst = sw + (tid / 2) * ld + 32 * (tid & 1);
     store16(dst, v);
@@ -134,8 +134,8 @@ inline void gemm_store_w<W_Q4_K>(threadgroup half* sw, uint ld, thread const wre
     float v[32];
     for (uint i = 0; i < 16; i++) {
         uint u = g.ok ? g.q[i] : 0u;
-        v[2 * i] = d1 * float((u >> sh) & 0xF) - m1;
-        v[2 * i + 1] = d1 * float((u >> (8 + sh)) & 0xF) - m1;
+        v[2 * i] = d1 * small_float((u >> sh) & 0xF) - m1;
+        v[2 * i + 1] = d1 * small_float((u >> (8 + sh)) & 0xF) - m1;
     }
     threadgroup half* dst = sw + (tid / 2) * ld + 32 * (tid & 1);
     store16(dst, v);

@@ -63,8 +63,8 @@ inline float q4_nibbles(device const ushort* q, bool hi, thread const float* xs)
     ushort mlo = hi ? 0x00F0 : 0x000F, mhi = hi ? 0xF000 : 0x0F00;
     float acc = 0.0f;
     for (uint i = 0; i < 8; i++) {
-        ushort u = q[i];
-        acc += xs[2 * i] * float(u & mlo) + xs[2 * i + 1] * float(u & mhi);
+        uint u = q[i];
+        acc += xs[2 * i] * small_float(u & mlo) + xs[2 * i + 1] * small_float(u & mhi);
     }
     return acc;
 }

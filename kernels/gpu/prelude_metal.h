@@ -16,6 +16,14 @@ inline void grid_dependents() {}
 inline void grid_wait() {}
 inline void prefetch_l2(device const void*) {}
 
+// small_float(v) is float(v) for v < 2^23: on CUDA a bit trick that keeps
+// the quantized GEMVs off the slow integer conversion (prelude_cuda.h has
+// why); Apple GPUs convert at full rate, so here it is the conversion.
+inline float small_float(uint v) { return float(v); }
+
+inline float fast_exp(float x) { return fast::exp(x); }
+inline float fast_recip(float x) { return 1.0f / x; }
+
 // ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
 // unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
 // tile_load_a and tile_load_b read an 8×8 block of halves at src (row

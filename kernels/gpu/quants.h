@@ -87,8 +87,8 @@ template <> inline void dequant16<W_Q4_0>(device const uchar* row, uint c, uint,
     device const ushort* q = (device const ushort*)(b + 2); // blocks and rows are 18·n bytes: 2-aligned
     for (uint i = 0; i < 8; i++) {
         uint u = q[i];
-        out[2 * i] = d * (float((u >> sh) & 0xF) - 8.0f);
-        out[2 * i + 1] = d * (float((u >> (8 + sh)) & 0xF) - 8.0f);
+        out[2 * i] = d * (small_float((u >> sh) & 0xF) - 8.0f);
+        out[2 * i + 1] = d * (small_float((u >> (8 + sh)) & 0xF) - 8.0f);
     }
 }
 // Q4_1: q · d + m.
@@ -123,7 +123,7 @@ template <> inline void dequant16<W_Q8_0>(device const uchar* row, uint c, uint,
     device const uchar* b = row + (c / 2) * 34;
     float d = ld_half(b);
     device const char* qs = (device const char*)(b + 2) + (c & 1) * 16;
-    for (uint i = 0; i < 16; i++) out[i] = d * float(qs[i]);
+    for (uint i = 0; i < 16; i++) out[i] = d * (small_float(uint(uchar(qs[i])) ^ 0x80u) - 128.0f);
 }
 // Q4_K: 8 sub-blocks of 32, each with a 6-bit scale and min; sub-blocks 2j
 // and 2j+1 share qs[32j, 32j+32), low and high nibbles.
@@ -137,8 +137,8 @@ template <> inline void dequant16<W_Q4_K>(device const uchar* row, uint c, uint,
     uint sh = (sub & 1) * 4;
     for (uint i = 0; i < 8; i++) {
         uint u = qs[i];
-        out[2 * i] = d1 * float((u >> sh) & 0xF) - m1;
-        out[2 * i + 1] = d1 * float((u >> (8 + sh)) & 0xF) - m1;
+        out[2 * i] = d1 * small_float((u >> sh) & 0xF) - m1;
+        out[2 * i + 1] = d1 * small_float((u >> (8 + sh)) & 0xF) - m1;
     }
 }
 // Q5_K: Q4_K's layout plus qh[32]: bit sub of qh[l] is the fifth bit of
@@ -155,7 +155,7 @@ template <> inline void dequant16<W_Q5_K>(device const uchar* row, uint c, uint,
     for (uint i = 0; i < 16; i++) {
         uint l = l0 + i;
         uint q = ((qs[l] >> sh) & 0xF) | (((qh[l] >> sub) & 1) << 4);
-        out[i] = d1 * float(q) - m1;
+        out[i] = d1 * small_float(q) - m1;
     }
 }
 // Q6_K: two halves of 128; in half h, element 32g + l (g = 0..3, l < 32)
@@ -172,8 +172,8 @@ template <> inline void dequant16<W_Q6_K>(device const uchar* row, uint c, uint,
     uint sh = (g / 2) * 4;
     for (uint i = 0; i < 16; i++) {
         uint l = l0 + i;
-        int q = int(((ql[l] >> sh) & 0xF) | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
-        out[i] = s * float(q);
+        uint q = ((ql[l] >> sh) & 0xF) | (((qh[l] >> (2 * g)) & 3) << 4);
+        out[i] = s * (small_float(q) - 32.0f);
     }
 }
 // Q2_K: 16 sub-blocks of 16, chunk c of a block is sub-block c. Element
@@ -236,7 +236,7 @@ template <> inline void dequant16<W_IQ4_XS>(device const uchar* row, uint c, uin
 }
 
 // Activations: F16 in Apple plans.
-inline float silu(float x) { return x / (1.0f + exp(-x)); }
+inline float silu(float x) { return x * fast_recip(1.0f + fast_exp(-x)); }
 inline float gelu_tanh(float x) {
     const float k = 0.7978845608028654f; // sqrt(2/pi)
     return 0.5f * x * (1.0f + precise::tanh(k * (x + 0.044715f * x * x * x)));

@@ -22,7 +22,9 @@ func (d *driver) version() (int, int) {
 // compile compiles src (named name) for sm_<arch> with NVRTC and returns
 // the cubin. Every function without an execution space is a device
 // function (-default-device), as every MSL function is; math is IEEE
-// (no fast-math), as the CPU twins' is.
+// (no fast-math), as the CPU twins' is, but where a kernel asks for the
+// hardware's approximations by name (fast_exp and fast_recip in SiLU:
+// prelude_cuda.h), as Metal's fast math gives them.
 func (d *driver) compile(name, src string, arch int) ([]byte, error) {
 	var prog uintptr
 	csrc, cname := cstr(src), cstr(name)

@@ -9,6 +9,7 @@
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define __forceinline__ __inline__ __attribute__((always_inline))
+#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 
 // The vector types NVRTC predefines (vector_types.h), as far as the kernels use them.
 struct uint2 { unsigned x, y; };
@@ -25,6 +26,8 @@ __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 __device__ void __threadfence_block();
 __device__ float __int_as_float(int);
 __device__ float expf(float);
+__device__ float __expf(float);
+__device__ float __fdividef(float, float);
 __device__ float logf(float);
 __device__ float sinf(float);
 __device__ float cosf(float);
