@@ -95,7 +95,11 @@ func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 		}
 	}
 	ps = append(ps, ptype+"* akunu_p")
-	fmt.Fprintf(b, "\nextern \"C\" __global__ void %s(%s) {\n", e.Name, strings.Join(ps, ", "))
+	bounds := ""
+	if e.Bounds[0] > 0 {
+		bounds = fmt.Sprintf("__launch_bounds__(%d, %d) ", e.Bounds[0], e.Bounds[1])
+	}
+	fmt.Fprintf(b, "\nextern \"C\" __global__ void %s%s(%s) {\n", bounds, e.Name, strings.Join(ps, ", "))
 	if uses["tgpig"] {
 		b.WriteString("    uint3 tgpig;\n    tgpig.x = blockIdx.x;\n    tgpig.y = blockIdx.y;\n    tgpig.z = blockIdx.z;\n")
 	}

@@ -167,3 +167,27 @@ inline void other(device float* x) { x[0] = 2; }`
 		t.Error("waits does not follow the family's calls to grid_wait")
 	}
 }
+
+// A "//! cuda_launch_bounds FUNC THREADS BLOCKS" line gives the entries
+// that call FUNC a __launch_bounds__, and no other entry.
+func TestLaunchBoundsReachTheCUDAEntry(t *testing.T) {
+	es := entries(t)
+	for name, want := range map[string]string{
+		"gemv_q4_0_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q4_0_l_silu(",
+		"gemv_q6_k_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q6_k_l_silu(",
+		"gemv_q4_0_l":      "__global__ void gemv_q4_0_l(",
+		"gemv_q4_0_silu":   "__global__ void gemv_q4_0_silu(",
+	} {
+		e := es[name]
+		if e == nil {
+			t.Fatalf("no entry %s", name)
+		}
+		src, err := CUDA([]string{name}, nil, es)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(src, want) {
+			t.Errorf("%s (Bounds %v): want %q in its CUDA", name, e.Bounds, want)
+		}
+	}
+}

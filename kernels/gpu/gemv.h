@@ -111,6 +111,14 @@ inline void gemv_l(device const uchar* w,
     gemv_large_k<T, false>(w, x, x, y, bias, p, tgmem, tgpig.x, sg, lane);
 }
 
+// The large-K down projection (K = the FFN length) is launched with N / nr
+// threadgroups of 128 threads, about 8 per SM on the shapes we run (4096
+// rows of the 8B shape: 1024 threadgroups on an H100's 132 SMs), and
+// needed 72 registers: 7 threadgroups a SM, so a second wave of 100 ran
+// alone after the first (ncu: 1.11 waves, 27% of DRAM bandwidth). Held to
+// 64 registers, all fit at once: decode +3–5% on the 0.6B, 1B and 8B Q4_0
+// shapes (docs/cuda.md).
+//! cuda_launch_bounds gemv_l_silu 128 8
 template <int T>
 inline void gemv_l_silu(device const uchar* w,
                         device const half* gate,

@@ -34,6 +34,11 @@ type Entry struct {
 	// through functions of its family's file, after reading what no command
 	// writes; the CUDA entry then does not wait before calling it.
 	Waits bool
+	// Bounds, where the body file names the body function in a
+	// "//! cuda_launch_bounds FUNC THREADS BLOCKS" line: the CUDA entry's
+	// __launch_bounds__, at most THREADS threads per threadgroup with
+	// registers for BLOCKS threadgroups per SM (Metal has no such hint).
+	Bounds [2]int
 }
 
 // Param is one parameter of a body function: its declared type (with the
@@ -67,6 +72,7 @@ var specials = map[string]string{
 
 var (
 	entryRE   = regexp.MustCompile(`(?m)^//! entry (\w+) = (\w+)(<[^>\n]*>)?\s*$`)
+	boundsRE  = regexp.MustCompile(`(?m)^//! cuda_launch_bounds (\w+) (\d+) (\d+)\s*$`)
 	commentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
 	includeRE = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
 	callRE    = regexp.MustCompile(`\b(\w+)\s*(?:<[^;{}()]*>)?\s*\(`)
@@ -98,6 +104,16 @@ func Entries() (map[string]*Entry, error) {
 		}
 		text := string(b)
 		code := commentRE.ReplaceAllString(text, "")
+		bounds := map[string][2]int{}
+		for _, m := range boundsRE.FindAllStringSubmatch(text, -1) {
+			t, _ := strconv.Atoi(m[2])
+			n, _ := strconv.Atoi(m[3])
+			if t < 1 || t > 1024 || n < 1 || n > 32 {
+				return nil, fmt.Errorf("gpu: %s: cuda_launch_bounds %s %s %s: threads must lie in [1, 1024] and blocks in [1, 32]", f, m[1], m[2], m[3])
+			}
+			bounds[m[1]] = [2]int{t, n}
+		}
+		used := map[string]bool{}
 		for _, m := range entryRE.FindAllStringSubmatch(text, -1) {
 			name, fn := m[1], m[2]
 			if _, dup := out[name]; dup {
@@ -111,7 +127,8 @@ func Entries() (map[string]*Entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
 			}
-			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body, Waits: waits(code, body, map[string]bool{fn: true})}
+			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body, Waits: waits(code, body, map[string]bool{fn: true}), Bounds: bounds[fn]}
+			used[fn] = true
 			for _, p := range params {
 				if err := classify(&p, k); err != nil {
 					return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
@@ -122,6 +139,11 @@ func Entries() (map[string]*Entry, error) {
 				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
 			}
 			out[name] = e
+		}
+		for fn := range bounds {
+			if !used[fn] {
+				return nil, fmt.Errorf("gpu: %s: cuda_launch_bounds names %s, which no entry calls", f, fn)
+			}
 		}
 	}
 	return out, nil
