@@ -25,4 +25,12 @@
 // (Entry.Waits) after reading only what no command writes, such as its
 // weights. Such a body waits before any return. On Metal the two hooks
 // are no-ops.
+//
+// A family file may bound the registers of the CUDA entries that call a
+// body function with a line
+//
+//	//! cuda_launch_bounds gemv_l_silu 128 8
+//
+// (at most 128 threads a threadgroup, registers for 8 threadgroups an SM:
+// __launch_bounds__ on the entry; Entry.Bounds). The MSL ignores it.
 package gpu
