@@ -28,7 +28,7 @@ func (s *state) header() error {
 				ChainChunk: uint32(t.ChainChunk), PrefillChunk: uint32(t.PrefillChunk), NormTG: uint32(t.NormTG),
 				LargeKTypes: slices.Clone(t.LargeKTypes), AttnDecodeFastKV: uint32(t.AttnDecodeFastKV),
 				AttnDecodeParallelKV: uint32(t.AttnDecodeParallelKV), AttnPrefillV2Tokens: uint32(t.AttnPrefillV2Tokens),
-				MaxSeqs: uint32(t.MaxSeqs), OutRows: uint32(t.OutRows), Repack: slices.Clone(t.Repack),
+				MaxSeqs: uint32(t.MaxSeqs), OutRows: uint32(t.OutRows), Repack: slices.Clone(t.Repack), GEMVMinGroups: uint32(t.GEMVMinGroups),
 			},
 		},
 		Model: plans.ModelFile{File: s.fileName, Size: uint64(s.file.FileSize), HeaderSHA256: s.file.HeaderHash,

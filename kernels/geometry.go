@@ -169,7 +169,10 @@ const (
 // N is small, so the 4 SIMD groups of a threadgroup share its NR rows, group
 // g taking blocks g, g+4, g+8, ...; their partial sums meet in threadgroup
 // memory (4 × NR floats) and SIMD group 0 writes the rows.
-// grid = ceil(N / NR), 128 threads.
+// grid = ceil(N / NR), 128 threads. Where that would be fewer threadgroups
+// than the tuning's GEMVMinGroups, NR is halved (down to 1) until it is not:
+// a small N (the output and down projections of a small model) then still
+// fills the GPU.
 //
 // Wide (gemv_wide_): for N > the tuning's WideGEMVThreshold (LM heads of
 // 100k+ rows) the standard split launches hundreds of thousands of tiny
@@ -181,7 +184,7 @@ const (
 // 16-byte aligned and K is a multiple of 16, lets the GPU kernels load x in
 // 16-byte vectors (measured on an H200: decode 10% faster on the Qwen3-0.6B
 // shape, 19% on the Llama-3.2-1B shape, both Q4_0).
-func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	if err := need(k, "N", s.N, "K", s.K); err != nil {
 		return Launch{}, err
 	}
@@ -192,6 +195,9 @@ func gemvGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	nsg, rowsPerTG, tgMem := sh.NSG, sh.NR*sh.NSG, 0
 	switch {
 	case k.Variant&LargeK != 0:
+		for sh.NR > 1 && ceilDiv(s.N, sh.NR) < t.GEMVMinGroups {
+			sh.NR /= 2
+		}
 		nsg, rowsPerTG, tgMem = gemvLargeKSG, sh.NR, gemvLargeKSG*sh.NR*4
 	case k.Variant&Wide != 0:
 		nsg, rowsPerTG = gemvWideSG, sh.NR*gemvWideSG

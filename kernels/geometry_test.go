@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/akunu-dev/akunu/specs/chips"
 )
 
 // shapes of real models, decode and prefill: Llama 3 8B (GQA, head 128,
@@ -220,6 +222,39 @@ func TestParallelDecodeSplitsFollowTheCacheSize(t *testing.T) {
 	for maxCtx, want := range map[int]int{64: 2, 1024: 2, 1536: 3, 8192: 16, 16384: 32, 131072: 32} {
 		if got := attnSplits(maxCtx); got != want {
 			t.Errorf("attnSplits(%d) = %d, want %d", maxCtx, got, want)
+		}
+	}
+}
+
+// A large-K GEMV with fewer threadgroups than the tuning's GEMVMinGroups
+// halves its rows per threadgroup until it has enough (down to one row);
+// without the field, or with enough rows, the dtype's split stands.
+func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
+	k, ok := Lookup("gemv_q4_0_l")
+	if !ok {
+		t.Fatal("no gemv_q4_0_l")
+	}
+	for _, tc := range []struct {
+		n, min, grid, nr int
+	}{
+		{1024, 0, 256, 4},   // no minimum: Q4_0's 4 rows
+		{1024, 512, 512, 2}, // 256 < 512: 2 rows
+		{1024, 2048, 1024, 1},
+		{256, 4096, 256, 1}, // one row is the least
+		{4096, 512, 1024, 4},
+	} {
+		l, err := k.Geometry(Shape{N: tc.n, K: 2048}, chips.Tuning{GEMVMinGroups: tc.min})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nr := -1
+		for _, c := range l.Constants {
+			if k.Constants[c.Index].Name == "nr" {
+				nr = int(c.Value)
+			}
+		}
+		if l.Grid[0] != tc.grid || nr != tc.nr || l.TGMem != 16*tc.nr {
+			t.Errorf("N %d, minimum %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
 		}
 	}
 }

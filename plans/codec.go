@@ -44,8 +44,13 @@ const (
 // repacked weights: a plan that has any of them needs 2. Format 4 added
 // embedding programs: a plan with one needs 4. Format 5 added KV caches in
 // Q8_0 and F32: a plan with one needs 5. Format 6 added the repacked
-// layouts q8_0x16, q4_kx16 and q6_kx16: a plan with one needs 6.
+// layouts q8_0x16, q4_kx16 and q6_kx16: a plan with one needs 6. Format 7
+// added tuning.gemv_min_groups, which changes GEMV launches: a plan that
+// sets it needs 7.
 func (p *Plan) RequiredRuntime() uint32 {
+	if p.Header.Target.Tuning.GEMVMinGroups > 0 {
+		return 7
+	}
 	for i := range p.Buffers {
 		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q8_0x16" || r == RecipeRepackPrefix+"q4_kx16" || r == RecipeRepackPrefix+"q6_kx16" {
 			return 6

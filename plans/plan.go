@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 6
+	FormatVersion = 7
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -94,6 +94,10 @@ type Tuning struct {
 	// Repack (format 2) lists the weight layouts the compiler repacked
 	// weights into for the target's backend ("q4_0x16", "q8_0x16", "q4_kx16", "q6_kx16").
 	Repack []string
+	// GEMVMinGroups (format 7): a large-K GEMV that would launch fewer
+	// threadgroups than this halves its rows per threadgroup until it does
+	// not (kernels/geometry.go: gemvGeometry). 0: the dtype's rows.
+	GEMVMinGroups uint32
 }
 
 // Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,

@@ -62,6 +62,7 @@ func (t *Tuning) fields() []field {
 		{"max_seqs", 2, &t.MaxSeqs},
 		{"out_rows", 2, &t.OutRows},
 		{"repack", 2, &t.Repack},
+		{"gemv_min_groups", 7, &t.GEMVMinGroups},
 	}
 }
 

@@ -169,7 +169,7 @@ func ChipTuning(t plans.Tuning) chips.Tuning {
 	return chips.Tuning{
 		FuseWeights: t.FuseWeights, Q4LargeKThreshold: int(t.Q4LargeKThreshold),
 		WideGEMVThreshold: int(t.WideGEMVThreshold), ChainChunk: int(t.ChainChunk),
-		PrefillChunk: int(t.PrefillChunk), NormTG: int(t.NormTG),
+		PrefillChunk: int(t.PrefillChunk), NormTG: int(t.NormTG), GEMVMinGroups: int(t.GEMVMinGroups),
 	}
 }
 

@@ -56,6 +56,10 @@ type Tuning struct {
 	// of those types are repacked at load (a derived buffer) and read by
 	// the layout's kernels.
 	Repack []string `json:"repack"`
+	// GEMVMinGroups: a large-K GEMV that would launch fewer threadgroups
+	// than this takes fewer rows per threadgroup (halved, down to one) until
+	// it does not, so that a small N still fills the GPU. 0: the dtype's rows.
+	GEMVMinGroups int `json:"gemv_min_groups"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -196,6 +200,11 @@ var rules = []Rule{
 		"ours: with AVX-512 VNNI, 16 rows' blocks in one register make a block's 32 products one lane's sum before a single conversion (llama.cpp repacks for the same reason); measured in docs/runtime.md"),
 	rule("repack", always, []string{},
 		"ours: other targets read GGUF's layout, mapped without a copy"),
+
+	rule("gemv_min_groups", isNVIDIA, 512,
+		"measured on an H100 (docs/cuda.md): the Qwen3-0.6B shape's output and down projections (N = 1024) launched 256 threadgroups of 4 rows on 132 SMs; at 2 rows, 512, decode 1281 -> 1316 tok/s, the other shapes unchanged"),
+	rule("gemv_min_groups", always, 0,
+		"ours: unmeasured on Apple GPUs, which keep the dtype's rows per threadgroup"),
 
 	rule("out_rows", always, 32,
 		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),
