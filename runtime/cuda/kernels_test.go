@@ -124,6 +124,7 @@ func bindCase(t testing.TB, be backend, k *kernels.Kernel, c kcase) boundCase {
 	}
 	pl := &plans.Plan{Pipelines: []plans.Pipeline{p}}
 	pl.Header.Target.Tuning.NormTG = uint32(tun.Tuning().NormTG)
+	pl.Header.Target.Tuning.GEMVMinGroups = uint32(tun.Tuning().GEMVMinGroups)
 	var bufs []device.Buffer
 	freeBufs := func() {
 		for _, b := range bufs {
