@@ -10,7 +10,21 @@ import (
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/chat"
 	"github.com/akunu-dev/akunu/runtime/tokenizer"
+	"github.com/akunu-dev/akunu/specs/chips"
 )
+
+// PlanTuning is a target's tuning as the plan records it (the runtime
+// reads it back with device.ChipTuning): every field, so that a launch the
+// compiler derived from it is the launch the runtime derives again.
+func PlanTuning(t chips.Tuning) plans.Tuning {
+	return plans.Tuning{
+		FuseWeights: t.FuseWeights, Q4LargeKThreshold: uint32(t.Q4LargeKThreshold), WideGEMVThreshold: uint32(t.WideGEMVThreshold),
+		ChainChunk: uint32(t.ChainChunk), PrefillChunk: uint32(t.PrefillChunk), NormTG: uint32(t.NormTG),
+		LargeKTypes: slices.Clone(t.LargeKTypes), AttnDecodeFastKV: uint32(t.AttnDecodeFastKV),
+		AttnDecodeParallelKV: uint32(t.AttnDecodeParallelKV), AttnPrefillV2Tokens: uint32(t.AttnPrefillV2Tokens),
+		MaxSeqs: uint32(t.MaxSeqs), OutRows: uint32(t.OutRows), Repack: slices.Clone(t.Repack), GEMVMinGroups: uint32(t.GEMVMinGroups),
+	}
+}
 
 // header fills the plan's header and model.
 func (s *state) header() error {
@@ -23,13 +37,7 @@ func (s *state) header() error {
 		Target: plans.Target{
 			Chip: pr.String(), Kind: string(pr.Kind), Vendor: string(pr.Vendor), Family: pr.Family,
 			BandwidthGBs: pr.BandwidthGBs, GPUCores: uint32(pr.GPUCores), CPUCores: uint32(pr.CPUCores), SLCBytes: uint64(pr.SLC),
-			Tuning: plans.Tuning{
-				FuseWeights: t.FuseWeights, Q4LargeKThreshold: uint32(t.Q4LargeKThreshold), WideGEMVThreshold: uint32(t.WideGEMVThreshold),
-				ChainChunk: uint32(t.ChainChunk), PrefillChunk: uint32(t.PrefillChunk), NormTG: uint32(t.NormTG),
-				LargeKTypes: slices.Clone(t.LargeKTypes), AttnDecodeFastKV: uint32(t.AttnDecodeFastKV),
-				AttnDecodeParallelKV: uint32(t.AttnDecodeParallelKV), AttnPrefillV2Tokens: uint32(t.AttnPrefillV2Tokens),
-				MaxSeqs: uint32(t.MaxSeqs), OutRows: uint32(t.OutRows), Repack: slices.Clone(t.Repack), GEMVMinGroups: uint32(t.GEMVMinGroups),
-			},
+			Tuning: PlanTuning(t),
 		},
 		Model: plans.ModelFile{File: s.fileName, Size: uint64(s.file.FileSize), HeaderSHA256: s.file.HeaderHash,
 			DataOffset: uint64(s.file.DataOffset)},

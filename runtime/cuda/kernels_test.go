@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
@@ -123,8 +124,7 @@ func bindCase(t testing.TB, be backend, k *kernels.Kernel, c kcase) boundCase {
 		cmd.Grid[d], cmd.Threadgroup[d] = uint32(l.Grid[d]), uint32(l.Threadgroup[d])
 	}
 	pl := &plans.Plan{Pipelines: []plans.Pipeline{p}}
-	pl.Header.Target.Tuning.NormTG = uint32(tun.Tuning().NormTG)
-	pl.Header.Target.Tuning.GEMVMinGroups = uint32(tun.Tuning().GEMVMinGroups)
+	pl.Header.Target.Tuning = compiler.PlanTuning(tun.Tuning())
 	var bufs []device.Buffer
 	freeBufs := func() {
 		for _, b := range bufs {
