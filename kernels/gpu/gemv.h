@@ -117,7 +117,7 @@ inline void gemv_l(device const uchar* w,
 // needed 72 registers: 7 threadgroups a SM, so a second wave of 100 ran
 // alone after the first (ncu: 1.11 waves, 27% of DRAM bandwidth). Held to
 // 64 registers, all fit at once: decode +3–5% on the 0.6B, 1B and 8B Q4_0
-// shapes (docs/cuda.md).
+// shapes (against figures from another H100 of the same kind; docs/cuda.md).
 //! cuda_launch_bounds gemv_l_silu 128 8
 template <int T>
 inline void gemv_l_silu(device const uchar* w,
