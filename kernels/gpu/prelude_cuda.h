@@ -76,6 +76,7 @@ inline float fast_recip(float x) { return __fdividef(1.0f, x); }
 #define tanh(x) tanhf(x)
 #define pow(x, y) powf(x, y)
 #define sqrt(x) sqrtf(x)
+#define fabs(x) fabsf(x)
 #define rsqrt(x) rsqrtf(x)
 #define floor(x) floorf(x)
 #define ceil(x) ceilf(x)
@@ -101,6 +102,35 @@ inline uint simd_min(uint v) {
 }
 inline float simd_shuffle_down(float v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
 inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffffffffu, v, d); }
+
+// ---- 8-bit integer dot products. int8_dot: this GPU multiplies four
+// pairs of 8-bit integers and adds them to an int in one instruction
+// (dp4a), so the Q4_0 GEMV quantizes x to 8 bits and dots nibbles with it
+// (gemv_rows.h has the measured gain); Apple GPUs have no such
+// instruction (prelude_metal.h), so there the GEMV stays in float. dot4_i8(a, b, c) is
+// c plus the dot product of a's and b's four signed bytes; pair_max the
+// larger of v and v of the lane whose index differs in bit 0 (every lane
+// of the SIMD group calls it); mul_rn a product rounded on its own, never
+// fused into an add (quantizing x rounds the product first, as the CPU
+// does); pack_low_bytes the low bytes of a, b, c and d, in that order from
+// bit 0; small_int_float(v) is float(v) for |v| < 2^22 without a
+// conversion (small_float's trick on 1.5·2^23, whose mantissa holds v).
+#define int8_dot true
+inline int dot4_i8(uint a, uint b, int c) {
+    int r;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+inline float pair_max(float v) { return max(v, __shfl_xor_sync(0xffffffffu, v, 1)); }
+inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
+    uint ab, cd, r;
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(ab) : "r"(a), "r"(b));
+    asm("prmt.b32 %0, %1, %2, 0x0040;" : "=r"(cd) : "r"(c), "r"(d));
+    asm("prmt.b32 %0, %1, %2, 0x5410;" : "=r"(r) : "r"(ab), "r"(cd));
+    return r;
+}
+inline float small_int_float(int v) { return as_type<float>(uint(v + 0x4B400000)) - 12582912.0f; }
 
 namespace mem_flags {
 enum flags { mem_none = 0, mem_device = 1, mem_threadgroup = 2 };

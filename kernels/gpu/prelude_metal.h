@@ -24,6 +24,24 @@ inline float small_float(uint v) { return float(v); }
 inline float fast_exp(float x) { return fast::exp(x); }
 inline float fast_recip(float x) { return 1.0f / x; }
 
+// ---- 8-bit integer dot products (prelude_cuda.h has what each does).
+// Apple GPUs have no four-way 8-bit dot instruction: emulated, the byte
+// products take more instructions than the float multiply-adds they would
+// replace (by count; not measured, no Mac here), so int8_dot is false and
+// the Q4_0 GEMV multiplies in float; the functions exist so that the one
+// source compiles.
+#define int8_dot false
+inline int dot4_i8(uint a, uint b, int c) {
+    char4 x = as_type<char4>(a), y = as_type<char4>(b);
+    return c + int(x.x) * int(y.x) + int(x.y) * int(y.y) + int(x.z) * int(y.z) + int(x.w) * int(y.w);
+}
+inline float pair_max(float v) { return max(v, simd_shuffle_xor(v, ushort(1))); }
+inline float mul_rn(float a, float b) { return a * b; }
+inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
+    return (a & 0xFFu) | ((b & 0xFFu) << 8) | ((c & 0xFFu) << 16) | (d << 24);
+}
+inline float small_int_float(int v) { return float(v); }
+
 // ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
 // unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
 // tile_load_a and tile_load_b read an 8×8 block of halves at src (row

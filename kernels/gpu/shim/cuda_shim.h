@@ -28,6 +28,8 @@ __device__ float __int_as_float(int);
 __device__ float expf(float);
 __device__ float __expf(float);
 __device__ float __fdividef(float, float);
+__device__ float __fmul_rn(float, float);
+__device__ float fabsf(float);
 __device__ float logf(float);
 __device__ float sinf(float);
 __device__ float cosf(float);
