@@ -86,29 +86,40 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
     return ld_half(b) * sc * q4_nibbles(q, (sub & 1) != 0, xs) - ld_half(b + 2) * mn * xsum;
 }
 
-// Q4_0 with 8-bit x, where the GPU has a four-way 8-bit dot (int8_dot,
-// the preludes). Each 32-element block of x is quantized as the CPU
-// backend quantizes it (runtime/cpu quantizeQ8_0Go): amax over the block,
-// q = rne(x·(127/amax)) with the product rounded first, the scale
-// amax/127 rounded to F16. The block's two chunks are the lanes 2m and
-// 2m + 1 (c0 is the lane plus a multiple of 32, and so is the step), which
-// meet on amax by a shuffle. q8_quantize packs a lane's 16 values into
-// four words of signed bytes and returns their sum; a row's chunk is then
-// four dp4a of its nibbles, masked from 32-bit words of the block's 16
-// quant bytes, with those words (the low nibbles for even chunks, the
-// high for odd: the same bytes of x either way), and Q4_0's −8 once per
-// chunk through Σq. About 2–3 instructions a weight by count, against ~7
-// for the float path (ncu, session 14). Measured on an H100 (tg128, A/B
-// in one run): 0.6B Q4_0 1310 → 1358, 1B Q4_0 1339 → 1415, 8B 317 → 343
-// tok/s. Tried and kept out: the quants read as four aligned words and a
-// halfword realigned by byte permutes, in place of eight halfword loads
-// (1307, 1395, 340: slower), and eight rows per SIMD group (mixed).
-inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx) {
+// Q4_0 and Q4_K with 8-bit x, where the GPU has a four-way 8-bit dot
+// (int8_dot, the preludes). x is quantized as the CPU backend quantizes it
+// for the same weights (runtime/cpu quant.go), so that the two agree to
+// the order of float additions: for Q4_0 per 32-element block as Q8_0
+// (q = rne(x·(127/amax)), the product rounded first; the scale amax/127
+// rounded to F16), for Q4_K per 256 as Q8_K (iscale = 127/amax, q =
+// rne(iscale·x), d = 1/iscale: Q8_K's sign taken from the largest element
+// flips q and d together, and so changes no product). A block's chunks are
+// the lanes of an aligned group of 2 (Q4_0) or 16 (Q4_K), since c0 is the
+// lane plus a multiple of 32 and so is the step; they meet on amax by
+// shuffles. q8_pack packs a lane's 16 values into four words of signed
+// bytes and returns their sum; a row's chunk is then four dp4a of its
+// nibbles, masked from 32-bit words of its 16 quant bytes (the low
+// nibbles or the high: the same bytes of x either way), Q4_0's −8 and
+// Q4_K's minimum applied once per chunk through Σq. About 2–3
+// instructions a weight by count, against ~7 for the float path (ncu,
+// session 14). Q4_0, measured on an H100 (tg128, A/B in one run): 0.6B
+// 1310 → 1358, 1B 1339 → 1415, 8B 317 → 343 tok/s. Tried and kept out:
+// the quants read as four aligned words and a halfword realigned by byte
+// permutes, in place of eight halfword loads (1307, 1395, 340: slower),
+// and eight rows per SIMD group (mixed).
+template <int T> inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx) {
     float amax = 0.0f;
     for (uint i = 0; i < 16; i++) amax = max(amax, fabs(xc[i]));
-    amax = pair_max(amax);
-    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    dx = float(half(amax / 127.0f));
+    float id;
+    if (T == W_Q4_0) {
+        amax = max_xor(amax, 1);
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        dx = float(half(amax / 127.0f));
+    } else {
+        for (uint m = 1; m < 16; m *= 2) amax = max_xor(amax, m);
+        id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        dx = amax != 0.0f ? 1.0f / id : 0.0f;
+    }
     int s = 0;
     for (uint i = 0; i < 4; i++) {
         uint b[4];
@@ -118,15 +129,28 @@ inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx
     }
     return s;
 }
-inline float q4_0_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs8, float dx) {
-    device const uchar* b = row + (c / 2) * 18;
-    device const ushort* q = (device const ushort*)(b + 2); // 18·n bytes: 2-aligned
+// nib_dot: the dot product of the 16 nibbles at q (the high ones with hi)
+// with the 16 bytes of xq.
+inline int nib_dot(device const ushort* q, bool hi, thread const uint* xq) {
     int acc = 0;
     for (uint i = 0; i < 4; i++) {
         uint v = uint(q[2 * i]) | (uint(q[2 * i + 1]) << 16);
-        acc = dot4_i8((c & 1) != 0 ? (v >> 4) & 0x0F0F0F0Fu : v & 0x0F0F0F0Fu, xq[i], acc);
+        acc = dot4_i8(hi ? (v >> 4) & 0x0F0F0F0Fu : v & 0x0F0F0F0Fu, xq[i], acc);
     }
-    return ld_half(b) * (dx * small_int_float(acc - xs8));
+    return acc;
+}
+inline float q4_0_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
+    device const uchar* b = row + (c / 2) * 18; // 18·n bytes: 2-aligned
+    int acc = nib_dot((device const ushort*)(b + 2), (c & 1) != 0, xq);
+    return ld_half(b) * (dx * small_int_float(acc - 8 * xs));
+}
+inline float q4_k_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
+    device const uchar* b = row + (c / 16) * 144;
+    uint cb = c % 16, sub = cb / 2;
+    float sc, mn;
+    scale_min_k4(sub, b + 4, sc, mn);
+    int acc = nib_dot((device const ushort*)(b + 16 + 32 * (sub / 2) + 16 * (cb & 1)), (sub & 1) != 0, xq);
+    return dx * (ld_half(b) * sc * small_int_float(acc) - ld_half(b + 2) * mn * small_int_float(xs));
 }
 
 // gemv_rows accumulates,// gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
@@ -144,9 +168,9 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
     ulong rb = row_bytes<T>(k);
     uint nchunks = (k + 15) / 16;
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
-    if (T == W_Q4_0 && int8_dot) {
+    if ((T == W_Q4_0 || T == W_Q4_K) && int8_dot) {
         // Every lane of the SIMD group runs this loop as often as the
-        // others (the shuffle in q8_quantize needs both lanes of a block);
+        // others (the shuffles in q8_quantize need every lane of a block);
         // a lane past the last chunk quantizes zeros and reads nothing.
         uint lane = c0 % 32;
         for (uint cw = c0 - lane; cw < nchunks; cw += step) {
@@ -159,10 +183,11 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
             }
             uint xq[4];
             float dx;
-            int xs8 = 8 * q8_quantize(xc, xq, dx);
+            int xs = q8_quantize<T>(xc, xq, dx);
             if (c < nchunks) {
                 for (uint r = 0; r < nr; r++) {
-                    sums[r] += q4_0_dot_i8(w + (row0 + min(r, nrows - 1)) * rb, c, xq, xs8, dx);
+                    device const uchar* row = w + (row0 + min(r, nrows - 1)) * rb;
+                    sums[r] += T == W_Q4_0 ? q4_0_dot_i8(row, c, xq, xs, dx) : q4_k_dot_i8(row, c, xq, xs, dx);
                 }
             }
         }

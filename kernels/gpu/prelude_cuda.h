@@ -108,9 +108,9 @@ inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffff
 // (dp4a), so the Q4_0 GEMV quantizes x to 8 bits and dots nibbles with it
 // (gemv_rows.h has the measured gain); Apple GPUs have no such
 // instruction (prelude_metal.h), so there the GEMV stays in float. dot4_i8(a, b, c) is
-// c plus the dot product of a's and b's four signed bytes; pair_max the
-// larger of v and v of the lane whose index differs in bit 0 (every lane
-// of the SIMD group calls it); mul_rn a product rounded on its own, never
+// c plus the dot product of a's and b's four signed bytes; max_xor(v, m)
+// the larger of v and v of the lane whose index is this one's XOR m
+// (every lane of the SIMD group calls it); mul_rn a product rounded on its own, never
 // fused into an add (quantizing x rounds the product first, as the CPU
 // does); pack_low_bytes the low bytes of a, b, c and d, in that order from
 // bit 0; small_int_float(v) is float(v) for |v| < 2^22 without a
@@ -121,7 +121,7 @@ inline int dot4_i8(uint a, uint b, int c) {
     asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
-inline float pair_max(float v) { return max(v, __shfl_xor_sync(0xffffffffu, v, 1)); }
+inline float max_xor(float v, uint m) { return max(v, __shfl_xor_sync(0xffffffffu, v, m)); }
 inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
     uint ab, cd, r;

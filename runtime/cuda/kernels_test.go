@@ -386,10 +386,10 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 }
 
 // quantizesX reports whether the CUDA kernel k quantizes x to 8 bits as
-// the CPU twin does: the Q4_0 GEMVs, which dot nibbles with 8-bit x by
+// the CPU twin does: the Q4_0 and Q4_K GEMVs, which dot nibbles with 8-bit x by
 // dp4a (gemv_rows.h).
 func quantizesX(k *kernels.Kernel) bool {
-	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && k.DType == dtype.Q4_0
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && (k.DType == dtype.Q4_0 || k.DType == dtype.Q4_K)
 }
 
 // quantizedProduct reports whether k multiplies by quantized weights.
@@ -545,7 +545,7 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				got := run(t, g, k, cs)
 				if quantizedProduct(k) {
 					// The CPU twin quantizes x to 8 bits first (as llama.cpp's CPU
-					// backend does), and so do the CUDA Q4_0 GEMVs (int8_dot,
+					// backend does), and so do the CUDA Q4_0 and Q4_K GEMVs (int8_dot,
 					// gemv_rows.h), the same way: those are held to the twin
 					// tightly. The other GPU kernels multiply by x as it is: they
 					// are held to the exact product of the dequantized weights
