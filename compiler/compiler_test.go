@@ -114,6 +114,15 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu)", func(t *testing.T) {
+		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
+		labels, ks := layerKernels(h, "decode", 1)
+		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_l", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_l", "residual_rmsnorm_f16", "gemv_q4_0_l", "silu_gate_f16", "gemv_q4_0_l"}
+		if !slices.Equal(ks, want) {
+			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
+		}
+	})
 	t.Run("m1 keeps Q, K, V and gate, up as separate GEMVs", func(t *testing.T) {
 		labels, ks := layerKernels(m1, "decode", 1)
 		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_l", "gemv_q4_0_l", "gemv_q4_0_l", "rope_qkv_write_f16",

@@ -257,11 +257,14 @@ var ruleConds = map[string]condDef{
 		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.s != nil && c.s.tuning.FuseWeights }},
 	"same_weights": {false, "the matmuls the root reads are single weights of one dtype and K, all with a bias or none",
 		func(c *fuseCtx, m *match, _ ValueID) bool { return sameWeights(c, argMatmuls(c, m)) }},
-	"gemv_silu": {false, "the catalog has the SiLU-fused GEMV for the root's weight, shape and tuning",
+	"gemv_silu": {false, "the catalog has the SiLU-fused GEMV for the root's weight, shape and tuning, and the tuning does not split SiLU (tuning.split_silu)",
 		func(c *fuseCtx, m *match, _ ValueID) bool {
 			mm, ok := c.node(m.root).(*MatMul)
 			if !ok || len(mm.Weights) != 1 || c.s == nil {
 				return c.s == nil && ok
+			}
+			if c.s.tuning.SplitSiLU {
+				return false
 			}
 			_, err := kernels.SelectGEMV(c.s.tuning, c.dtypeOf(mm.Weights[0]), mm.N(), mm.K, true, c.s.act)
 			return err == nil

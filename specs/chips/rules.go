@@ -60,6 +60,11 @@ type Tuning struct {
 	// than this takes fewer rows per threadgroup (halved, down to one) until
 	// it does not, so that a small N still fills the GPU. 0: the dtype's rows.
 	GEMVMinGroups int `json:"gemv_min_groups"`
+	// SplitSiLU: the decode FFN's down projection reads silu(gate)·up from
+	// a silu_gate command instead of computing it in every threadgroup of
+	// a SiLU-fused GEMV. A compile-time choice only: the plan holds the
+	// commands it led to, so it is not recorded in the plan's tuning.
+	SplitSiLU bool `json:"split_silu"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -205,6 +210,11 @@ var rules = []Rule{
 		"measured on an H100 (docs/cuda.md): the Qwen3-0.6B shape's output and down projections (N = 1024) launched 256 threadgroups of 4 rows on 132 SMs; at 2 rows, 512, decode 1281 -> 1316 tok/s, the other shapes unchanged"),
 	rule("gemv_min_groups", always, 0,
 		"ours: unmeasured on Apple GPUs, which keep the dtype's rows per threadgroup"),
+
+	rule("split_silu", isNVIDIA, true,
+		"measured on an H100 (docs/cuda.md): the fused down projection computed silu(gate)·up, two special-function instructions an element, and quantized it to 8 bits in each of its threadgroups (1024 on the 8B shape, each over all 14336 elements); one silu_gate command instead: decode 343.6 -> 356.1 tok/s on the 8B shape, the 1B Q4_K_M mix 994 -> 1009, the Q4_0 0.6B and 1B shapes within 0.5%"),
+	rule("split_silu", always, false,
+		"ours: one command fewer a layer; unmeasured on Apple GPUs, which quantize nothing in the GEMV"),
 
 	rule("out_rows", always, 32,
 		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),
