@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -149,7 +150,11 @@ func TestEntriesWaitForTheCommandsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entry := src[strings.Index(src, "__global__ void "+name+"("):]
+		at := regexp.MustCompile(`__global__ void (__launch_bounds__\([^)]*\) )?` + name + `\(`).FindStringIndex(src)
+		if at == nil {
+			t.Fatalf("no CUDA entry %s in:\n%s", name, src)
+		}
+		entry := src[at[0]:]
 		if !strings.Contains(entry, "grid_dependents();") || strings.Contains(entry, "grid_wait();") == want {
 			t.Errorf("%s's entry:\n%s", name, entry)
 		}
