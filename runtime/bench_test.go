@@ -1,6 +1,10 @@
 package runtime
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/akunu-dev/akunu/kernels"
+)
 
 // BenchmarkDecodeStories260K is chain decode of stories260K on the CPU
 // backend: ns/op is per token, and allocs/op must be 0 (nothing allocates
@@ -17,5 +21,37 @@ func BenchmarkDecodeStories260K(b *testing.B) {
 	b.ResetTimer()
 	for done := 0; done < b.N; done += n {
 		s.chain(m.decode, min(n, b.N-done))
+	}
+}
+
+// A decode's bytes at a context count the cache positions it reads, not
+// the plan's whole cache (the roofline akunu bench prints): at Ctx they are
+// the plan's count, with nothing cached the plan's count less every decode
+// attention command's read, and in between in proportion.
+func TestDecodeBytesCountTheCachedPositionsRead(t *testing.T) {
+	st := stories(t)
+	m := load(t, compile(t, st, "cpu-avx2:2"), st, 1)
+	var attn uint64
+	for _, c := range m.decode.p.Commands {
+		if k, ok := kernels.Lookup(m.Plan.Pipelines[c.Pipeline].Kernel); ok && k.Op == kernels.OpAttentionDecode {
+			attn += c.BytesRead
+		}
+	}
+	whole, ctx := m.DecodeBytes(), m.Ctx()
+	if attn == 0 || attn >= whole {
+		t.Fatalf("the decode's attention commands read %d of %d bytes", attn, whole)
+	}
+	if got := m.DecodeBytesAt(ctx); got != whole {
+		t.Errorf("at the whole context %d: %d bytes, the plan's count %d", ctx, got, whole)
+	}
+	if got := m.DecodeBytesAt(0); got != whole-attn {
+		t.Errorf("nothing cached: %d bytes, want %d (the plan's %d less the attention's %d)", got, whole-attn, whole, attn)
+	}
+	half := m.DecodeBytesAt(ctx / 2)
+	if want := whole - attn/2; half < want-uint64(m.Plan.Model.HParams.Layers) || half > want+uint64(m.Plan.Model.HParams.Layers) {
+		t.Errorf("half the context cached: %d bytes, want about %d", half, want)
+	}
+	if got := m.DecodeBytesAt(10 * ctx); got != whole {
+		t.Errorf("past the context: %d bytes, want the whole cache's %d", got, whole)
 	}
 }
