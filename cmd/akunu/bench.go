@@ -204,7 +204,7 @@ func runBench(ctx *cli.Context, args []string) error {
 			"pp_runs": r.PP, "tg_runs": r.TG,
 			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved, "decode_kv_positions": kvAvg,
 			"decode_bytes_per_token_whole_cache": float64(m.DecodeBytes()),
-			"bandwidth_bytes_s": bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
+			"bandwidth_bytes_s":                  bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
 		}
 		if bwNote != "" {
 			out["bandwidth_note"] = bwNote
