@@ -202,9 +202,9 @@ func runBench(ctx *cli.Context, args []string) error {
 			"pp": *pp, "tg": *tg, "tg_context": *tgCtx, "reps": *reps,
 			"pp_tok_s": ppM, "pp_tok_s_sd": ppSD, "tg_tok_s": tgM, "tg_tok_s_sd": tgSD, "tg_tok_s_median": tgMed,
 			"pp_runs": r.PP, "tg_runs": r.TG,
-			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved, "decode_kv_positions": kvAvg,
-			"decode_bytes_per_token_whole_cache": float64(m.DecodeBytes()),
-			"bandwidth_bytes_s":                  bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
+			"decode_bytes_per_token": perTok, "decode_bytes_s": achieved,
+			"decode_kv_positions": kvAvg, "decode_bytes_per_token_whole_cache": float64(m.DecodeBytes()),
+			"bandwidth_bytes_s": bw, "bandwidth_source": bwSrc, "bandwidth_share": achieved / bw,
 		}
 		if bwNote != "" {
 			out["bandwidth_note"] = bwNote
