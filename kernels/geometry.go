@@ -170,9 +170,9 @@ const (
 // g taking blocks g, g+4, g+8, ...; their partial sums meet in threadgroup
 // memory (4 × NR floats) and SIMD group 0 writes the rows.
 // grid = ceil(N / NR), 128 threads. Where that would be fewer threadgroups
-// than the tuning's GEMVMinGroups, NR is halved (down to 1) until it is not:
-// a small N (the output and down projections of a small model) then still
-// fills the GPU.
+// than the tuning's GEMVMinGroups, NR is halved (down to the tuning's
+// GEMVMinRows, or 1) until it is not: a small N (the output and down
+// projections of a small model) then still fills the GPU.
 //
 // Wide (gemv_wide_): for N > the tuning's WideGEMVThreshold (LM heads of
 // 100k+ rows) the standard split launches hundreds of thousands of tiny
@@ -195,7 +195,7 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	nsg, rowsPerTG, tgMem := sh.NSG, sh.NR*sh.NSG, 0
 	switch {
 	case k.Variant&LargeK != 0:
-		for sh.NR > 1 && ceilDiv(s.N, sh.NR) < t.GEMVMinGroups {
+		for sh.NR > max(1, t.GEMVMinRows) && ceilDiv(s.N, sh.NR) < t.GEMVMinGroups {
 			sh.NR /= 2
 		}
 		nsg, rowsPerTG, tgMem = gemvLargeKSG, sh.NR, gemvLargeKSG*sh.NR*4

@@ -227,23 +227,28 @@ func TestParallelDecodeSplitsFollowTheCacheSize(t *testing.T) {
 }
 
 // A large-K GEMV with fewer threadgroups than the tuning's GEMVMinGroups
-// halves its rows per threadgroup until it has enough (down to one row);
-// without the field, or with enough rows, the dtype's split stands.
+// halves its rows per threadgroup until it has enough (down to
+// GEMVMinRows, or one row); without the field, or with enough rows, the
+// dtype's split stands.
 func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 	k, ok := Lookup("gemv_q4_0_l")
 	if !ok {
 		t.Fatal("no gemv_q4_0_l")
 	}
 	for _, tc := range []struct {
-		n, min, grid, nr int
+		n, min, minRows, grid, nr int
 	}{
-		{1024, 0, 256, 4},   // no minimum: Q4_0's 4 rows
-		{1024, 512, 512, 2}, // 256 < 512: 2 rows
-		{1024, 2048, 1024, 1},
-		{256, 4096, 256, 1}, // one row is the least
-		{4096, 512, 1024, 4},
+		{1024, 0, 0, 256, 4},   // no minimum: Q4_0's 4 rows
+		{1024, 512, 0, 512, 2}, // 256 < 512: 2 rows
+		{1024, 2048, 0, 1024, 1},
+		{256, 4096, 0, 256, 1}, // one row is the least
+		{4096, 512, 0, 1024, 4},
+		{1024, 1024, 2, 512, 2},  // the halving stops at 2 rows
+		{1024, 1024, 1, 1024, 1}, // 1: as 0
+		{3072, 1024, 2, 1536, 2},
+		{1024, 1024, 8, 256, 4}, // a floor above the dtype's rows halves nothing
 	} {
-		l, err := k.Geometry(Shape{N: tc.n, K: 2048}, chips.Tuning{GEMVMinGroups: tc.min})
+		l, err := k.Geometry(Shape{N: tc.n, K: 2048}, chips.Tuning{GEMVMinGroups: tc.min, GEMVMinRows: tc.minRows})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +259,7 @@ func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 			}
 		}
 		if l.Grid[0] != tc.grid || nr != tc.nr || l.TGMem != 16*tc.nr {
-			t.Errorf("N %d, minimum %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
+			t.Errorf("N %d, minimum %d, rows ≥ %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
 		}
 	}
 }

@@ -46,8 +46,12 @@ const (
 // Q8_0 and F32: a plan with one needs 5. Format 6 added the repacked
 // layouts q8_0x16, q4_kx16 and q6_kx16: a plan with one needs 6. Format 7
 // added tuning.gemv_min_groups, which changes GEMV launches: a plan that
-// sets it needs 7.
+// sets it needs 7. Format 8 added tuning.gemv_min_rows, which changes them
+// too: a plan that sets it needs 8.
 func (p *Plan) RequiredRuntime() uint32 {
+	if p.Header.Target.Tuning.GEMVMinRows > 0 {
+		return 8
+	}
 	if p.Header.Target.Tuning.GEMVMinGroups > 0 {
 		return 7
 	}

@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 7
+	FormatVersion = 8
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -98,6 +98,9 @@ type Tuning struct {
 	// threadgroups than this halves its rows per threadgroup until it does
 	// not (kernels/geometry.go: gemvGeometry). 0: the dtype's rows.
 	GEMVMinGroups uint32
+	// GEMVMinRows (format 8): that halving stops at this many rows per
+	// threadgroup. 0: down to one.
+	GEMVMinRows uint32
 }
 
 // Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,

@@ -63,6 +63,7 @@ func (t *Tuning) fields() []field {
 		{"out_rows", 2, &t.OutRows},
 		{"repack", 2, &t.Repack},
 		{"gemv_min_groups", 7, &t.GEMVMinGroups},
+		{"gemv_min_rows", 8, &t.GEMVMinRows},
 	}
 }
 

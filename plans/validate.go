@@ -73,6 +73,7 @@ func (v *validator) header() {
 	v.inRange("header.target.tuning.max_seqs", uint64(tu.MaxSeqs), 0, MaxSeqs)
 	v.inRange("header.target.tuning.out_rows", uint64(tu.OutRows), 0, MaxBatch)
 	v.inRange("header.target.tuning.gemv_min_groups", uint64(tu.GEMVMinGroups), 0, 1<<20)
+	v.inRange("header.target.tuning.gemv_min_rows", uint64(tu.GEMVMinRows), 0, 64)
 	for k, x := range tu.Extra {
 		v.name("header.target.tuning.extra key", k)
 		if len(x) > MaxTokenBytes {

@@ -60,6 +60,9 @@ type Tuning struct {
 	// than this takes fewer rows per threadgroup (halved, down to one) until
 	// it does not, so that a small N still fills the GPU. 0: the dtype's rows.
 	GEMVMinGroups int `json:"gemv_min_groups"`
+	// GEMVMinRows: the halving GEMVMinGroups asks for stops at this many
+	// rows per threadgroup (or the dtype's rows, if fewer). 0: down to one.
+	GEMVMinRows int `json:"gemv_min_rows"`
 	// SplitSiLU: the decode FFN's down projection reads silu(gate)·up from
 	// a silu_gate command instead of computing it in every threadgroup of
 	// a SiLU-fused GEMV. A compile-time choice only: the plan holds the
@@ -206,10 +209,15 @@ var rules = []Rule{
 	rule("repack", always, []string{},
 		"ours: other targets read GGUF's layout, mapped without a copy"),
 
-	rule("gemv_min_groups", isNVIDIA, 512,
-		"measured on an H100 (docs/cuda.md): the Qwen3-0.6B shape's output and down projections (N = 1024) launched 256 threadgroups of 4 rows on 132 SMs; at 2 rows, 512, decode 1281 -> 1316 tok/s, the other shapes unchanged"),
+	rule("gemv_min_groups", isNVIDIA, 1024,
+		"measured on an H100 (docs/cuda.md): the Qwen3-0.6B shape's output and down projections (N = 1024) launched 256 threadgroups of 4 rows on 132 SMs; at 2 rows, 512, decode 1281 -> 1316 tok/s; with the 8-bit GEMVs, 1024 (and gemv_min_rows 2) gave the Llama-3.2-1B shape's QKV, output and down projections 2 rows: 1421 -> 1485 tok/s, the others unchanged (2048: every shape slower)"),
 	rule("gemv_min_groups", always, 0,
 		"ours: unmeasured on Apple GPUs, which keep the dtype's rows per threadgroup"),
+
+	rule("gemv_min_rows", isNVIDIA, 2,
+		"measured on an H100 (docs/cuda.md): one row per threadgroup made the Qwen3-0.6B shape's output and down projections slower than two (decode 1352 -> 1339 tok/s with gemv_min_groups 1024 and no floor)"),
+	rule("gemv_min_rows", always, 0,
+		"ours: no minimum where gemv_min_groups asks for no halving"),
 
 	rule("split_silu", isNVIDIA, true,
 		"measured on an H100 (docs/cuda.md): the fused down projection computed silu(gate)·up, two special-function instructions an element, and quantized it to 8 bits in each of its threadgroups (1024 on the 8B shape, each over all 14336 elements); one silu_gate command instead: decode 343.6 -> 356.1 tok/s on the 8B shape, the 1B Q4_K_M mix 994 -> 1009, the Q4_0 0.6B and 1B shapes within 0.5%"),
