@@ -96,14 +96,15 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
 // flips q and d together, and so changes no product). A block's chunks are
 // the lanes of an aligned group of 2 (Q4_0) or 16 (Q4_K), since c0 is the
 // lane plus a multiple of 32 and so is the step; they meet on amax by
-// shuffles. q8_pack packs a lane's 16 values into four words of signed
-// bytes and returns their sum; a row's chunk is then four dp4a of its
+// shuffles. q8_quantize packs a lane's 16 values into four words of
+// signed bytes and returns their sum; a row's chunk is then four dp4a of its
 // nibbles, masked from 32-bit words of its 16 quant bytes (the low
 // nibbles or the high: the same bytes of x either way), Q4_0's −8 and
 // Q4_K's minimum applied once per chunk through Σq. About 2–3
 // instructions a weight by count, against ~7 for the float path (ncu,
-// session 14). Q4_0, measured on an H100 (tg128, A/B in one run): 0.6B
-// 1310 → 1358, 1B 1339 → 1415, 8B 317 → 343 tok/s. Tried and kept out:
+// session 14). Measured on an H100 (tg128, A/B in one run): Q4_0 0.6B
+// 1310 → 1358, 1B 1339 → 1415, 8B 317 → 343 tok/s; Q4_K the 1B Q4_K_M
+// mix 978 → 988 (ADR 0024). Tried and kept out:
 // the quants read as four aligned words and a halfword realigned by byte
 // permutes, in place of eight halfword loads (1307, 1395, 340: slower),
 // and eight rows per SIMD group (mixed).
@@ -153,7 +154,7 @@ inline float q4_k_dot_i8(device const uchar* row, uint c, thread const uint* xq,
     return dx * (ld_half(b) * sc * small_int_float(acc) - ld_half(b + 2) * mn * small_int_float(xs));
 }
 
-// gemv_rows accumulates,// gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
+// gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
 // products of the chunks c0, c0 + step, ... with x into sums (per lane;
 // the caller reduces across lanes; nrows ≥ 1). Every loop over rows runs
 // to the constant nr, so that the loops unroll and sums stays in registers
