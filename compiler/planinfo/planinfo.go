@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
@@ -19,6 +20,11 @@ type Report struct {
 	// BytesPerToken is what one decoded token reads from memory: the sum of
 	// the decode program's commands' BytesRead.
 	BytesPerToken uint64 `json:"bytes_per_token"`
+	// CacheBytesPerToken is the part of BytesPerToken that the decode
+	// attention commands read from the KV cache, counted at the plan's
+	// whole context: a decode at a shorter context reads that part in
+	// proportion (akunu bench counts it so).
+	CacheBytesPerToken uint64 `json:"cache_bytes_per_token"`
 	// RooflineTokS is the decode speed memory bandwidth allows:
 	// bandwidth / bytes_per_token; 0 when the target's bandwidth is unknown.
 	RooflineTokS float64 `json:"roofline_tok_s"`
@@ -123,6 +129,11 @@ func Describe(file string, p *plans.Plan) *Report {
 		r.Programs[pr.Name] = out
 	}
 	r.BytesPerToken = r.Programs[plans.ProgDecode].BytesRead
+	for _, c := range r.Programs[plans.ProgDecode].Commands {
+		if k, ok := kernels.Lookup(c.Kernel); ok && k.Op == kernels.OpAttentionDecode {
+			r.CacheBytesPerToken += c.BytesRead
+		}
+	}
 	if bw := p.Header.Target.BandwidthGBs; bw > 0 && r.BytesPerToken > 0 {
 		r.RooflineTokS = bw * 1e9 / float64(r.BytesPerToken)
 	}

@@ -67,6 +67,9 @@ func (r *Report) WriteText(w io.Writer, commands bool) error {
 	if _, ok := r.Programs[plans.ProgDecode]; ok {
 		fmt.Fprintln(w, "\ndecode")
 		p("  bytes per token\t%s (%d)\n", b(r.BytesPerToken), r.BytesPerToken)
+		if r.CacheBytesPerToken > 0 {
+			p("  of which KV cache\t%s at the whole context of %d positions; in proportion at fewer\n", b(r.CacheBytesPerToken), r.Model.Ctx)
+		}
 		if r.RooflineTokS > 0 {
 			p("  roofline\t%.1f tok/s at %.0f GB/s\n", r.RooflineTokS, t.BandwidthGBs)
 		} else {
