@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,44 @@ func TestInspectOfACPUPlanPrintsNoZeroBandwidth(t *testing.T) {
 	if strings.Contains(so, " 0 GB/s") || strings.Contains(so, "SLC 0 B") || !strings.Contains(so, "bandwidth unknown") ||
 		!strings.Contains(so, "none: the target records no memory bandwidth") {
 		t.Errorf("inspect of a CPU plan:\n%s\nwant no zero bandwidth or SLC, and the roofline's absence explained", so)
+	}
+}
+
+// inspect says how much of a token's bytes is the KV cache at the plan's
+// whole context: the decode attention commands' reads, no more, no less.
+func TestInspectSaysWhatPartOfATokensBytesIsTheCache(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "c.plan")
+	if _, se, code := runCmd(t, "compile", stories(t), "--chip", "m4-max", "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	so, se, code := runCmd(t, "inspect", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, se)
+	}
+	var r struct {
+		BytesPerToken uint64 `json:"bytes_per_token"`
+		Cache         uint64 `json:"cache_bytes_per_token"`
+		Programs      map[string]struct {
+			Commands []struct {
+				Kernel    string `json:"kernel"`
+				BytesRead uint64 `json:"bytes_read"`
+			} `json:"commands"`
+		} `json:"programs"`
+	}
+	if err := json.Unmarshal([]byte(so), &r); err != nil {
+		t.Fatal(err)
+	}
+	var want uint64
+	for _, c := range r.Programs["decode"].Commands {
+		if strings.HasPrefix(c.Kernel, "flash_attention_decode") && !strings.Contains(c.Kernel, "reduce") {
+			want += c.BytesRead
+		}
+	}
+	if want == 0 || r.Cache != want || r.Cache >= r.BytesPerToken {
+		t.Errorf("cache_bytes_per_token %d of %d; the decode attention commands read %d", r.Cache, r.BytesPerToken, want)
+	}
+	text, _, _ := runCmd(t, "inspect", out)
+	if !strings.Contains(text, "of which KV cache") {
+		t.Errorf("inspect's text does not say the cache's part:\n%s", text)
 	}
 }
