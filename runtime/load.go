@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"github.com/akunu-dev/akunu/kernels"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/akunu-dev/akunu/compiler/gguf"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
 	"github.com/akunu-dev/akunu/runtime/grammar"

@@ -57,8 +57,9 @@ type Tuning struct {
 	// the layout's kernels.
 	Repack []string `json:"repack"`
 	// GEMVMinGroups: a large-K GEMV that would launch fewer threadgroups
-	// than this takes fewer rows per threadgroup (halved, down to one) until
-	// it does not, so that a small N still fills the GPU. 0: the dtype's rows.
+	// than this takes fewer rows per threadgroup (halved, down to
+	// GEMVMinRows or one) until it does not, so that a small N still fills
+	// the GPU. 0: the dtype's rows.
 	GEMVMinGroups int `json:"gemv_min_groups"`
 	// GEMVMinRows: the halving GEMVMinGroups asks for stops at this many
 	// rows per threadgroup (or the dtype's rows, if fewer). 0: down to one.
