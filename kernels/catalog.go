@@ -174,6 +174,15 @@ func Lookup(name string) (*Kernel, bool) {
 	return k, ok
 }
 
+// ReadsWholeCache reports whether the kernel named name is a decode
+// attention, whose command's bytes_read counts a sequence's whole K and V
+// cache (the plan's context); at n cached positions it reads n/ctx of it.
+// Rooflines scale those commands' reads to the context they run at.
+func ReadsWholeCache(name string) bool {
+	k, ok := byName[name]
+	return ok && k.Op == OpAttentionDecode
+}
+
 // All returns every kernel, in catalog order: by op family, then as the
 // family lists them (activation dtype, weight dtype, variant). The slice is
 // a copy; the kernels are shared.

@@ -33,7 +33,7 @@ func TestDecodeBytesCountTheCachedPositionsRead(t *testing.T) {
 	m := load(t, compile(t, st, "cpu-avx2:2"), st, 1)
 	var attn uint64
 	for _, c := range m.decode.p.Commands {
-		if k, ok := kernels.Lookup(m.Plan.Pipelines[c.Pipeline].Kernel); ok && k.Op == kernels.OpAttentionDecode {
+		if k, ok := kernels.Lookup(m.Plan.Pipelines[c.Pipeline].Kernel); ok && k.Op == kernels.OpAttentionDecode { // independently of ReadsWholeCache
 			attn += c.BytesRead
 		}
 	}

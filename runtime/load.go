@@ -502,7 +502,7 @@ func (m *Model) DecodeBytesAt(kvLen int) uint64 {
 	ctx := max(m.Ctx(), 1)
 	kvLen = min(max(kvLen, 0), ctx)
 	for _, c := range m.decode.p.Commands {
-		if k, ok := kernels.Lookup(m.Plan.Pipelines[c.Pipeline].Kernel); ok && k.Op == kernels.OpAttentionDecode {
+		if kernels.ReadsWholeCache(m.Plan.Pipelines[c.Pipeline].Kernel) {
 			n += uint64(float64(c.BytesRead) * float64(kvLen) / float64(ctx))
 			continue
 		}

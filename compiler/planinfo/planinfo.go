@@ -130,7 +130,7 @@ func Describe(file string, p *plans.Plan) *Report {
 	}
 	r.BytesPerToken = r.Programs[plans.ProgDecode].BytesRead
 	for _, c := range r.Programs[plans.ProgDecode].Commands {
-		if k, ok := kernels.Lookup(c.Kernel); ok && k.Op == kernels.OpAttentionDecode {
+		if kernels.ReadsWholeCache(c.Kernel) {
 			r.CacheBytesPerToken += c.BytesRead
 		}
 	}
