@@ -100,9 +100,10 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
 // signed bytes and returns their sum; a row's chunk is then four dp4a of its
 // nibbles, masked from 32-bit words of its 16 quant bytes (the low
 // nibbles or the high: the same bytes of x either way), Q4_0's −8 and
-// Q4_K's minimum applied once per chunk through Σq. About 2–3
-// instructions a weight by count, against ~7 for the float path (ncu,
-// session 14). Measured on an H100 (tg128, A/B in one run): Q4_0 0.6B
+// Q4_K's minimum applied once per chunk through Σq. ncu on the 8B shape's
+// gate|up GEMV: 5.8 executed instructions a weight, against ~7 for the
+// float path (a row's chunk alone is 2–3 a weight by count; the rest is
+// each threadgroup loading, converting and quantizing x). Measured on an H100 (tg128, A/B in one run): Q4_0 0.6B
 // 1310 → 1358, 1B 1339 → 1415, 8B 317 → 343 tok/s; Q4_K the 1B Q4_K_M
 // mix 978 → 988 (ADR 0024). Tried and kept out:
 // the quants read as four aligned words and a halfword realigned by byte
