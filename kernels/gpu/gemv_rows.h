@@ -154,6 +154,26 @@ inline float q4_k_dot_i8(device const uchar* row, uint c, thread const uint* xq,
     int acc = nib_dot((device const ushort*)(b + 16 + 32 * (sub / 2) + 16 * (cb & 1)), (sub & 1) != 0, xq);
     return dx * (ld_half(b) * sc * small_int_float(acc) - ld_half(b + 2) * mn * small_int_float(xs));
 }
+// Q6_K's chunk: its low nibbles (the high ones for g ≥ 2) and its two
+// top bits, assembled four bytes at a time into values 0..63 that dp4a
+// takes as signed; the −32 through Σq, the sub-block's signed scale and d
+// once per chunk. x is Q8_K as for Q4_K (the CPU's dotQ6_KGo).
+inline float q6_k_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
+    device const uchar* b = row + (c / 16) * 210;
+    uint cb = c % 16, h = cb / 8, g = (cb % 8) / 2, l0 = 16 * (cb & 1);
+    // blocks are 210·n bytes and these offsets even: 2-aligned
+    device const ushort* ql = (device const ushort*)(b + 64 * h + 32 * (g & 1) + l0);
+    device const ushort* qh = (device const ushort*)(b + 128 + 32 * h + l0);
+    uint sl = (g / 2) * 4, sh = 2 * g;
+    int acc = 0;
+    for (uint i = 0; i < 4; i++) {
+        uint vl = uint(ql[2 * i]) | (uint(ql[2 * i + 1]) << 16);
+        uint vh = uint(qh[2 * i]) | (uint(qh[2 * i + 1]) << 16);
+        acc = dot4_i8(((vl >> sl) & 0x0F0F0F0Fu) | (((vh >> sh) & 0x03030303u) << 4), xq[i], acc);
+    }
+    float sc = float(((device const char*)(b + 192))[8 * h + 2 * g + (cb & 1)]);
+    return dx * (ld_half(b + 208) * sc * small_int_float(acc - 32 * xs));
+}
 
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
 // products of the chunks c0, c0 + step, ... with x into sums (per lane;
@@ -170,7 +190,7 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
     ulong rb = row_bytes<T>(k);
     uint nchunks = (k + 15) / 16;
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
-    if ((T == W_Q4_0 || T == W_Q4_K) && int8_dot) {
+    if ((T == W_Q4_0 || T == W_Q4_K || T == W_Q6_K) && int8_dot) {
         // Every lane of the SIMD group runs this loop as often as the
         // others (the shuffles in q8_quantize need every lane of a block);
         // a lane past the last chunk quantizes zeros and reads nothing.
@@ -189,7 +209,9 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
             if (c < nchunks) {
                 for (uint r = 0; r < nr; r++) {
                     device const uchar* row = w + (row0 + min(r, nrows - 1)) * rb;
-                    sums[r] += T == W_Q4_0 ? q4_0_dot_i8(row, c, xq, xs, dx) : q4_k_dot_i8(row, c, xq, xs, dx);
+                    sums[r] += T == W_Q4_0   ? q4_0_dot_i8(row, c, xq, xs, dx)
+                               : T == W_Q4_K ? q4_k_dot_i8(row, c, xq, xs, dx)
+                                             : q6_k_dot_i8(row, c, xq, xs, dx);
                 }
             }
         }

@@ -386,10 +386,10 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 }
 
 // quantizesX reports whether the CUDA kernel k quantizes x to 8 bits as
-// the CPU twin does: the Q4_0 and Q4_K GEMVs, which dot nibbles with 8-bit x by
-// dp4a (gemv_rows.h).
+// the CPU twin does: the Q4_0, Q4_K and Q6_K GEMVs, which dot their quants with
+// 8-bit x by dp4a (gemv_rows.h).
 func quantizesX(k *kernels.Kernel) bool {
-	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && (k.DType == dtype.Q4_0 || k.DType == dtype.Q4_K)
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && (k.DType == dtype.Q4_0 || k.DType == dtype.Q4_K || k.DType == dtype.Q6_K)
 }
 
 // quantizedProduct reports whether k multiplies by quantized weights.
