@@ -129,8 +129,9 @@ func b2u(b bool) uint32 {
 }
 
 // gemvShape is the work split of a GEMV: NR rows of W per SIMD group, NSG
-// SIMD groups per threadgroup.
-type gemvShape struct{ NR, NSG int }
+// SIMD groups per threadgroup; NR8, where not 0, the rows on a chip whose
+// GEMVs dot the type with 8-bit x (the tuning's Int8GEMV).
+type gemvShape struct{ NR, NSG, NR8 int }
 
 // gemvShapes: the rows each SIMD group owns, by weight type. A SIMD group
 // reads x once per block and applies it to all NR of its rows, so more rows
@@ -141,11 +142,17 @@ type gemvShape struct{ NR, NSG int }
 // small enough that even a 2048-row projection fills a 40-core GPU.
 // Ours, following the split llama.cpp's Metal GEMVs use; unmeasured on
 // akunu's kernels.
+//
+// NR8: with 8-bit x (CUDA), a lane quantizes its chunk of x once for all
+// its rows and a row's chunk is four dp4a and no dequantized weights, so
+// the K-quants take more rows: measured on an H100 (Llama-3.2-1B Q4_K_M
+// mix, tg128, A/B in one run: docs/cuda.md), Q6_K at 2 rows 1063 → 1080
+// tok/s, and Q4_K at 4 as well 1112.
 var gemvShapes = map[dtype.Type]gemvShape{
-	dtype.F32: {4, 2}, dtype.F16: {4, 2}, dtype.BF16: {4, 2},
-	dtype.Q4_0: {4, 2}, dtype.Q4_1: {4, 2}, dtype.Q5_0: {4, 2}, dtype.Q5_1: {4, 2}, dtype.Q8_0: {4, 2},
-	dtype.Q4_K: {2, 2}, dtype.Q5_K: {2, 2}, dtype.Q6_K: {1, 2},
-	dtype.Q2_K: {2, 2}, dtype.Q3_K: {2, 2}, dtype.IQ4_NL: {4, 2}, dtype.IQ4_XS: {2, 2},
+	dtype.F32: {4, 2, 0}, dtype.F16: {4, 2, 0}, dtype.BF16: {4, 2, 0},
+	dtype.Q4_0: {4, 2, 0}, dtype.Q4_1: {4, 2, 0}, dtype.Q5_0: {4, 2, 0}, dtype.Q5_1: {4, 2, 0}, dtype.Q8_0: {4, 2, 0},
+	dtype.Q4_K: {2, 2, 4}, dtype.Q5_K: {2, 2, 0}, dtype.Q6_K: {1, 2, 2},
+	dtype.Q2_K: {2, 2, 0}, dtype.Q3_K: {2, 2, 0}, dtype.IQ4_NL: {4, 2, 0}, dtype.IQ4_XS: {2, 2, 0},
 }
 
 const (
@@ -162,7 +169,8 @@ const (
 // its 32 lanes stride over the blocks of those rows, each lane accumulating
 // a partial dot product for every row, and a simd_sum per row ends it. No
 // threadgroup memory: rows never share a reduction.
-// grid = ceil(N / (NR·NSG)).
+// grid = ceil(N / (NR·NSG)). On a chip whose tuning has Int8GEMV, NR is
+// the type's NR8 where it has one, in every shape.
 //
 // Large-K (_l): for long rows (K ≥ the tuning's Q4LargeKThreshold) one SIMD
 // group per row leaves too few groups in flight to hide memory latency when
@@ -192,6 +200,9 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 		return Launch{}, err
 	}
 	sh := gemvShapes[k.DType]
+	if t.Int8GEMV && sh.NR8 > 0 {
+		sh.NR = sh.NR8
+	}
 	nsg, rowsPerTG, tgMem := sh.NSG, sh.NR*sh.NSG, 0
 	switch {
 	case k.Variant&LargeK != 0:
@@ -578,7 +589,8 @@ func moeRouteGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 // of row r, SIMD group g owning nr of them, with the expert ids[r, j]
 // names and the slot's x; lanes stride over the row's 16-element chunks
 // and a simd_sum per row ends each dot product, as in gemvGeometry (the
-// same nr and nsg per weight type). In prefill an expert's matrix is read
+// same nr and nsg per weight type; not NR8, which was measured on the
+// dense GEMVs only). In prefill an expert's matrix is read
 // once per (row, slot) that chose it; gemm_id (gemmIDGeometry) is the
 // batch form that groups the rows by expert. grid = (ceil(N / (nr·nsg)), Slots, Tokens).
 func gemvIDGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {

@@ -263,3 +263,51 @@ func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		}
 	}
 }
+
+// On a chip whose GEMVs dot 8-bit x (Int8GEMV), Q4_K and Q6_K take their
+// 8-bit rows in every GEMV shape, before any halving; the other types, and
+// the expert-indexed GEMV, keep the float path's rows.
+func TestInt8GEMVTakesTheEightBitRows(t *testing.T) {
+	nrOf := func(name string, s Shape, tu chips.Tuning) (int, int) {
+		t.Helper()
+		k, ok := Lookup(name)
+		if !ok {
+			t.Fatalf("no %s", name)
+		}
+		l, err := k.Geometry(s, tu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range l.Constants {
+			if k.Constants[c.Index].Name == "nr" {
+				return int(c.Value), l.Grid[0]
+			}
+		}
+		t.Fatalf("%s: no nr", name)
+		return 0, 0
+	}
+	nv := chips.Tuning{Int8GEMV: true, GEMVMinGroups: 1024, GEMVMinRows: 2}
+	for _, tc := range []struct {
+		name       string
+		n          int
+		tu         chips.Tuning
+		nr, groups int
+	}{
+		{"gemv_q4_k_l", 16384, chips.Tuning{}, 2, 8192},
+		{"gemv_q4_k_l", 16384, nv, 4, 4096},
+		{"gemv_q4_k_l", 2048, nv, 2, 1024}, // 512 threadgroups at 4: halved to the floor
+		{"gemv_q6_k_l", 2048, chips.Tuning{}, 1, 2048},
+		{"gemv_q6_k_l", 2048, nv, 2, 1024},
+		{"gemv_wide_q6_k", 128256, chips.Tuning{}, 1, 16032},
+		{"gemv_wide_q6_k", 128256, nv, 2, 8016},
+		{"gemv_q6_k", 1024, nv, 2, 256},
+		{"gemv_q4_0_l", 16384, nv, 4, 4096}, // Q4_0's rows either way
+		{"gemv_q8_0", 1024, nv, 4, 128},     // no 8-bit rows
+		{"gemv_id_q6_k", 1024, nv, 1, 512},  // measured on the dense GEMVs only
+	} {
+		s := Shape{N: tc.n, K: 2048, Tokens: 1, Slots: 1}
+		if nr, groups := nrOf(tc.name, s, tc.tu); nr != tc.nr || groups != tc.groups {
+			t.Errorf("%s, N %d, int8 %v: nr %d, %d threadgroups; want %d, %d", tc.name, tc.n, tc.tu.Int8GEMV, nr, groups, tc.nr, tc.groups)
+		}
+	}
+}

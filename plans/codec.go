@@ -47,8 +47,12 @@ const (
 // layouts q8_0x16, q4_kx16 and q6_kx16: a plan with one needs 6. Format 7
 // added tuning.gemv_min_groups, which changes GEMV launches: a plan that
 // sets it needs 7. Format 8 added tuning.gemv_min_rows, which changes them
-// too: a plan that sets it needs 8.
+// too: a plan that sets it needs 8. Format 9 added tuning.int8_gemv, which
+// changes the rows of some: a plan that sets it needs 9.
 func (p *Plan) RequiredRuntime() uint32 {
+	if p.Header.Target.Tuning.Int8GEMV {
+		return 9
+	}
 	if p.Header.Target.Tuning.GEMVMinRows > 0 {
 		return 8
 	}

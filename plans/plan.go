@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 8
+	FormatVersion = 9
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
@@ -101,6 +101,10 @@ type Tuning struct {
 	// GEMVMinRows (format 8): that halving stops at this many rows per
 	// threadgroup. 0: down to one.
 	GEMVMinRows uint32
+	// Int8GEMV (format 9): the target's GEMVs dot 8-bit x, and the types
+	// they do it for take their 8-bit rows per SIMD group
+	// (kernels/geometry.go: gemvShapes).
+	Int8GEMV bool
 }
 
 // Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,

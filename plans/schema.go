@@ -64,6 +64,7 @@ func (t *Tuning) fields() []field {
 		{"repack", 2, &t.Repack},
 		{"gemv_min_groups", 7, &t.GEMVMinGroups},
 		{"gemv_min_rows", 8, &t.GEMVMinRows},
+		{"int8_gemv", 9, &t.Int8GEMV},
 	}
 }
 

@@ -64,6 +64,11 @@ type Tuning struct {
 	// GEMVMinRows: the halving GEMVMinGroups asks for stops at this many
 	// rows per threadgroup (or the dtype's rows, if fewer). 0: down to one.
 	GEMVMinRows int `json:"gemv_min_rows"`
+	// Int8GEMV: the chip's GEMV kernels dot Q4_0, Q4_K and Q6_K weights
+	// with 8-bit x (CUDA's dp4a, kernels/gpu/gemv_rows.h), where a row costs
+	// less than a float dot, so those types take their 8-bit rows per SIMD
+	// group (kernels/geometry.go: gemvShapes).
+	Int8GEMV bool `json:"int8_gemv"`
 	// SplitSiLU: the decode FFN's down projection reads silu(gate)·up from
 	// a silu_gate command instead of computing it in every threadgroup of
 	// a SiLU-fused GEMV. A compile-time choice only: the plan holds the
@@ -219,6 +224,11 @@ var rules = []Rule{
 		"measured on an H100 (docs/cuda.md): one row per threadgroup made the Qwen3-0.6B shape's output and down projections slower than two (decode 1352 -> 1339 tok/s with gemv_min_groups 1024 and no floor)"),
 	rule("gemv_min_rows", always, 0,
 		"ours: no minimum where gemv_min_groups asks for no halving"),
+
+	rule("int8_gemv", isNVIDIA, true,
+		"measured on an H100 (docs/cuda.md): with Q6_K dotted on 8-bit x, the Llama-3.2-1B Q4_K_M mix decoded 1063 tok/s at the float path's rows (Q4_K 2, Q6_K 1 a SIMD group), 1080 with Q6_K at 2 and 1112 with Q4_K at 4 as well"),
+	rule("int8_gemv", always, false,
+		"ours: Apple GPUs have no 8-bit dot instruction, so their GEMVs stay in float (kernels/gpu/prelude_metal.h) with the float path's rows"),
 
 	rule("split_silu", isNVIDIA, true,
 		"measured on an H100 (docs/cuda.md): the fused down projection computed silu(gate)·up, two special-function instructions an element, and quantized it to 8 bits in each of its threadgroups (1024 on the 8B shape, each over all 14336 elements); one silu_gate command instead: decode 343.6 -> 356.1 tok/s on the 8B shape, the 1B Q4_K_M mix 994 -> 1009, the Q4_0 0.6B and 1B shapes within 0.5%"),
