@@ -86,7 +86,7 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
     return ld_half(b) * sc * q4_nibbles(q, (sub & 1) != 0, xs) - ld_half(b + 2) * mn * xsum;
 }
 
-// Q4_0 and Q4_K with 8-bit x, where the GPU has a four-way 8-bit dot
+// Q4_0 and Q4_K (and Q6_K, below) with 8-bit x, where the GPU has a four-way 8-bit dot
 // (int8_dot, the preludes). x is quantized as the CPU backend quantizes it
 // for the same weights (runtime/cpu quant.go), so that the two agree to
 // the order of float additions: for Q4_0 per 32-element block as Q8_0

@@ -105,7 +105,7 @@ inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffff
 
 // ---- 8-bit integer dot products. int8_dot: this GPU multiplies four
 // pairs of 8-bit integers and adds them to an int in one instruction
-// (dp4a), so the Q4_0 and Q4_K GEMVs quantize x to 8 bits and dot nibbles with it
+// (dp4a), so the Q4_0, Q4_K and Q6_K GEMVs quantize x to 8 bits and dot their quants with it
 // (gemv_rows.h has the measured gain); Apple GPUs have no such
 // instruction (prelude_metal.h), so there the GEMV stays in float. dot4_i8(a, b, c) is
 // c plus the dot product of a's and b's four signed bytes; max_xor(v, m)

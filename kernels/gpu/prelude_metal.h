@@ -28,7 +28,7 @@ inline float fast_recip(float x) { return 1.0f / x; }
 // Apple GPUs have no four-way 8-bit dot instruction: emulated, the byte
 // products take more instructions than the float multiply-adds they would
 // replace (by count; not measured, no Mac here), so int8_dot is false and
-// the Q4_0 and Q4_K GEMVs multiply in float; the functions exist so that the one
+// the Q4_0, Q4_K and Q6_K GEMVs multiply in float; the functions exist so that the one
 // source compiles.
 #define int8_dot false
 inline int dot4_i8(uint a, uint b, int c) {
