@@ -242,3 +242,41 @@ func TestPoolRescuesAWorkerThatMissedItsWakeUp(t *testing.T) {
 		t.Error("no rescue was counted")
 	}
 }
+
+// BenchmarkGEMVX16Cold times the x16 kernels for one activation row (a
+// decode step's GEMV) on weights that are not in any cache: 48 copies of a
+// 1024×3072 matrix (a small model's FFN down projection), 84–125 MB, run in
+// turn on two threads, so that each call streams its weights from memory as
+// decode does. BenchmarkGEMMX16's m1 case reads one matrix again and again
+// from the caches and hid what this shows: the Q6_K one-row kernel read
+// cold weights at 20 GB/s against the Q4_K kernel's 36 on the Zen 4 dev box
+// until its prefetches went to L2 (x16kgen_test.go). GB/s counts the
+// weights' bytes.
+func BenchmarkGEMVX16Cold(b *testing.B) {
+	const n, k, copies = 1024, 3072, 48
+	r := rand.New(rand.NewPCG(1, 16))
+	for _, l := range x16Layouts {
+		dt := strings.ToLower(l.dt.String())
+		plain, _ := weights(b, r, l.dt, n, k)
+		ws := make([][]byte, copies)
+		for i := range ws {
+			ws[i] = Alloc(len(plain))
+			if err := l.repack(ws[i], plain, k); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(dt+"/t2", func(b *testing.B) {
+			h := newHarness(b, 2)
+			x, y := f32bytes(randFloats(r, k, 1)), Alloc(4*n)
+			es := make([]*Exec, copies)
+			for i, w := range ws {
+				es[i] = h.bind("simd_gemm_"+dt+"_x16_f32", kernels.GEMMParams{M: 1, N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				es[i%copies].Run()
+			}
+			b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
+	}
+}
