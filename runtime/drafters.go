@@ -153,34 +153,56 @@ func (d *ModelDrafter) Draft(ctx context.Context, hist []int32, most int, sp sam
 	}
 	s.Rewind(lcp)
 	s.hist = append(s.hist, hist[lcp:]...)
+	greedy := sp.Temperature <= 0
+	start := len(out)
+	// Catch up: the rows the session has not seen but the last. Greedy
+	// drafting feeds the last one in the same pass and takes its argmax as
+	// the first draft, so that the weights are read once for both (after a
+	// pass that accepted every draft, the rows are the last draft and the
+	// target's own token: two rows where a catch-up and a chain step read
+	// the weights twice).
 	if pos := s.Pos(); pos < h-1 {
 		b := &d.b
 		b.Reset()
 		for i := pos; i < h-1; i++ {
 			b.Add(hist[i], int32(i), int32(s.seq), false)
 		}
+		if greedy {
+			b.Add(hist[h-1], int32(h-1), int32(s.seq), true)
+		}
 		if err := m.Forward(ctx, b); err != nil {
 			s.Rewind(pos)
 			return out, err
 		}
+		if greedy {
+			out = append(out, m.OutputToken(0))
+		}
 	}
-	if err := m.writeToken(0, hist[h-1]); err != nil {
-		return out, err
-	}
-	start := len(out)
-	if sp.Temperature <= 0 {
-		// Greedy: one chain of most steps, its argmaxes the drafts.
-		if err := s.chain(m.decode, most); err != nil {
-			return out, err
+	if greedy {
+		// The rest: one chain, its argmaxes the drafts.
+		first, n := hist[h-1], most
+		if len(out) > start {
+			first, n = out[start], most-1
 		}
-		if err := m.be.Read(s.rb[:4*most], m.io.tokens, 4); err != nil {
-			return out, err
+		if n > 0 {
+			if err := m.writeToken(0, first); err != nil {
+				return out[:start], err
+			}
+			if err := s.chain(m.decode, n); err != nil {
+				return out[:start], err
+			}
+			if err := m.be.Read(s.rb[:4*n], m.io.tokens, 4); err != nil {
+				return out[:start], err
+			}
+			for i := range n {
+				out = append(out, int32(u32At(s.rb, i)))
+			}
+			m.kv.len[s.seq] += n
 		}
-		for i := range most {
-			out = append(out, int32(u32At(s.rb, i)))
-		}
-		m.kv.len[s.seq] += most
 	} else {
+		if err := m.writeToken(0, hist[h-1]); err != nil {
+			return out, err
+		}
 		logits := m.out.logits[:m.vocab]
 		for i := range most {
 			pos := h - 1 + i

@@ -211,6 +211,33 @@ func TestDraftModelEqualsPlain(t *testing.T) {
 	}
 }
 
+// A draft model that is the target itself proposes the target's own
+// greedy tokens, so every draft is accepted: a drafter that fed the rows
+// it missed wrongly, or took its first draft from the wrong row, would be
+// rejected at once. After a pass that accepts everything the drafter
+// catches up two rows (the last draft and the target's token) and takes
+// its first draft from that pass (ModelDrafter.Draft), so this runs that
+// path on every pass but the first.
+func TestADraftOfTheTargetItselfIsAlwaysAccepted(t *testing.T) {
+	target := storiesModel(t)
+	draft := loadOn(t, stories(t), target)
+	p := target.Tokenizer.Tokenize(copyPrompt, true, false)
+	o := GenerateOptions{MaxTokens: 60, IgnoreEOS: true}
+	want := genNew(t, target, p, o)
+	d, err := NewModelDrafter(target, draft, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got := genNew(t, target, p, specOpts(o, d, true))
+	if !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("with itself as the draft %v\nalone %v", got.Tokens, want.Tokens)
+	}
+	if got.Spec.Passes < 5 || got.Spec.Accepted != got.Spec.Drafted {
+		t.Fatalf("the target as its own draft: %d of %d drafts accepted in %d passes, want all", got.Spec.Accepted, got.Spec.Drafted, got.Spec.Passes)
+	}
+}
+
 // loadOn loads model (compiled here) on the backend of m.
 func loadOn(t *testing.T, model string, m *Model) *Model {
 	t.Helper()
