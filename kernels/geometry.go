@@ -147,7 +147,8 @@ type gemvShape struct{ NR, NSG, NR8 int }
 // its rows and a row's chunk is four dp4a and no dequantized weights, so
 // the K-quants take more rows: measured on an H100 (Llama-3.2-1B Q4_K_M
 // mix, tg128, A/B in one run: docs/cuda.md), Q6_K at 2 rows 1063 → 1080
-// tok/s, and Q4_K at 4 as well 1112.
+// tok/s, and Q4_K at 4 as well 1112; Q6_K at 4 rows was slower than at 2
+// (1094–1096 against 1111).
 var gemvShapes = map[dtype.Type]gemvShape{
 	dtype.F32: {4, 2, 0}, dtype.F16: {4, 2, 0}, dtype.BF16: {4, 2, 0},
 	dtype.Q4_0: {4, 2, 0}, dtype.Q4_1: {4, 2, 0}, dtype.Q5_0: {4, 2, 0}, dtype.Q5_1: {4, 2, 0}, dtype.Q8_0: {4, 2, 0},
