@@ -86,17 +86,17 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
     return ld_half(b) * sc * q4_nibbles(q, (sub & 1) != 0, xs) - ld_half(b + 2) * mn * xsum;
 }
 
-// Q4_0 and Q4_K (and Q6_K, below) with 8-bit x, where the GPU has a four-way 8-bit dot
-// (int8_dot, the preludes). x is quantized as the CPU backend quantizes it
-// for the same weights (runtime/cpu quant.go), so that the two agree to
-// the order of float additions: for Q4_0 per 32-element block as Q8_0
-// (q = rne(x·(127/amax)), the product rounded first; the scale amax/127
-// rounded to F16), for Q4_K per 256 as Q8_K (iscale = 127/amax, q =
-// rne(iscale·x), d = 1/iscale: Q8_K's sign taken from the largest element
-// flips q and d together, and so changes no product). A block's chunks are
-// the lanes of an aligned group of 2 (Q4_0) or 16 (Q4_K), since c0 is the
-// lane plus a multiple of 32 and so is the step; they meet on amax by
-// shuffles. q8_quantize packs a lane's 16 values into four words of
+// Q4_0, Q4_K and Q6_K with 8-bit x, where the GPU has a four-way 8-bit
+// dot (int8_dot, the preludes). x is quantized as the CPU backend
+// quantizes it for the same weights (runtime/cpu quant.go), so that the two
+// agree to the order of float additions: for Q4_0 per 32-element block as
+// Q8_0 (q = rne(x·(127/amax)), the product rounded first; the scale
+// amax/127 rounded to F16), for Q4_K and Q6_K per 256 as Q8_K (iscale =
+// 127/amax, q = rne(iscale·x), d = 1/iscale: Q8_K's sign taken from the
+// largest element flips q and d together, and so changes no product). A
+// block's chunks are the lanes of an aligned group of 2 (Q4_0) or 16 (Q4_K,
+// Q6_K), since c0 is the lane plus a multiple of 32 and so is the step;
+// they meet on amax by shuffles. q8_quantize packs a lane's 16 values into four words of
 // signed bytes and returns their sum; a row's chunk is then four dp4a of its
 // nibbles, masked from 32-bit words of its 16 quant bytes (the low
 // nibbles or the high: the same bytes of x either way), Q4_0's −8 and
