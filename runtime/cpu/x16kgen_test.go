@@ -414,6 +414,16 @@ func genQ6Kx16() string {
 	return b.String()
 }
 
+// oneRowPrefetch is the one-row kernels' prefetch hint: into L2, not L1.
+// With PREFETCHT0 the Q6_K one-row kernel read cold weights at 10.5 GB/s
+// on one thread of the Zen 4 dev box, against 25 with PREFETCHT2
+// (BenchmarkGEMVX16Cold's matrices, called directly): its quarter's ql and
+// qh lines, read two and four times a super-block, were evicted from L1
+// by the fills ahead. The Q4_K one-row kernel went 25 → 26 GB/s, within
+// the spread; it follows, as the K-quant dots do (zvnni_k_amd64.s). The
+// many-row kernels' time is their arithmetic: they keep PREFETCHT0.
+const oneRowPrefetch = "PREFETCHT2"
+
 // genQ6Kx16One writes x16k61_amd64.s: the q6_kx16 kernel for one
 // activation row (a decode step's GEMV).
 func genQ6Kx16One() string {
@@ -466,14 +476,8 @@ func genQ6Kx16One() string {
 				e("\tVPANDD %d(SI), Z8, Z%d", off(ql), k)
 				e("\tVPANDD %d(SI), Z9, Z%d", off(32+8*h+k), 10+k)
 			}
-			// Into L2, not L1 (PREFETCHT2): with PREFETCHT0 this kernel read
-			// cold weights at 10.5 GB/s on one thread of the Zen 4 dev box,
-			// against 25 with PREFETCHT2 (the quarter's ql and qh lines,
-			// read two and four times a super-block, are evicted from L1
-			// by the fills ahead); the many-row kernel's time is its
-			// arithmetic, so it keeps PREFETCHT0.
 			for i := range 7 {
-				e("\tPREFETCHT2 PFD+%d(SI)", 448*q+64*i)
+				e("\t%s PFD+%d(SI)", oneRowPrefetch, 448*q+64*i)
 			}
 			for _, z := range []string{"Z18", "Z19", "Z20", "Z21"} {
 				e("\tVPXORD %s, %s, %s", z, z, z)
@@ -586,15 +590,12 @@ func genQ4Kx16One() string {
 			e("\tVPANDD %d(SI), Z28, Z%d", o, k)
 			e("\tVPANDD %d(SI), Z29, Z%d", o, 8+k)
 		}
-		// Into L2 (PREFETCHT2), as the Q6_K one-row kernel: cold weights
-		// on one thread of the Zen 4 dev box 36 → 38 GB/s (a 1024×3072
-		// matrix; the Q6_K kernel's gain was 2.4×).
 		for k := range 8 {
-			e("\tPREFETCHT2 PFD+%d(SI)", 256+512*c+64*k)
+			e("\t%s PFD+%d(SI)", oneRowPrefetch, 256+512*c+64*k)
 		}
 		if c == 0 {
 			for k := range 4 {
-				e("\tPREFETCHT2 PFD+%d(SI)", 64*k)
+				e("\t%s PFD+%d(SI)", oneRowPrefetch, 64*k)
 			}
 		}
 		e("\tVPSRLD $%d, %s, Z16", sh, sreg)
