@@ -545,7 +545,7 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				got := run(t, g, k, cs)
 				if quantizedProduct(k) {
 					// The CPU twin quantizes x to 8 bits first (as llama.cpp's CPU
-					// backend does), and so do the CUDA Q4_0 and Q4_K GEMVs (int8_dot,
+					// backend does), and so do the CUDA Q4_0, Q4_K and Q6_K GEMVs (int8_dot,
 					// gemv_rows.h), the same way: those are held to the twin
 					// tightly. The other GPU kernels multiply by x as it is: they
 					// are held to the exact product of the dequantized weights
