@@ -141,6 +141,16 @@ inline int nib_dot(device const ushort* q, bool hi, thread const uint* xq) {
     }
     return acc;
 }
+// nib_dot16 is nib_dot over 16 quant bytes at a 16-byte-aligned address,
+// read in one load.
+inline int nib_dot16(device const uchar* q, bool hi, thread const uint* xq) {
+    uint4 v = *(device const uint4*)q;
+    uint s = hi ? 4 : 0;
+    int acc = dot4_i8((v.x >> s) & 0x0F0F0F0Fu, xq[0], 0);
+    acc = dot4_i8((v.y >> s) & 0x0F0F0F0Fu, xq[1], acc);
+    acc = dot4_i8((v.z >> s) & 0x0F0F0F0Fu, xq[2], acc);
+    return dot4_i8((v.w >> s) & 0x0F0F0F0Fu, xq[3], acc);
+}
 inline float q4_0_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
     device const uchar* b = row + (c / 2) * 18; // 18·n bytes: 2-aligned
     int acc = nib_dot((device const ushort*)(b + 2), (c & 1) != 0, xq);
@@ -151,7 +161,7 @@ inline float q4_k_dot_i8(device const uchar* row, uint c, thread const uint* xq,
     uint cb = c % 16, sub = cb / 2;
     float sc, mn;
     scale_min_k4(sub, b + 4, sc, mn);
-    int acc = nib_dot((device const ushort*)(b + 16 + 32 * (sub / 2) + 16 * (cb & 1)), (sub & 1) != 0, xq);
+    int acc = nib_dot16(b + 16 + 32 * (sub / 2) + 16 * (cb & 1), (sub & 1) != 0, xq); // 144·n: 16-aligned
     return dx * (ld_half(b) * sc * small_int_float(acc) - ld_half(b + 2) * mn * small_int_float(xs));
 }
 // Q6_K's chunk: its low nibbles (the high ones for g ≥ 2) and its two
