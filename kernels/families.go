@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -142,10 +143,24 @@ func RepackRecipe(dt dtype.Type) string {
 	return ""
 }
 
+// planarTypes are the weight types with a planar layout (Planar): the GPU
+// GEMVs' (F16 activations); the recipe repack:<dtype>_planar builds it.
+var planarTypes = []dtype.Type{dtype.Q4_0}
+
+// PlanarRecipe is the derived-buffer recipe of dt's planar layout
+// ("repack:q4_0_planar"), "" for a type without one.
+func PlanarRecipe(dt dtype.Type) string {
+	if !slices.Contains(planarTypes, dt) {
+		return ""
+	}
+	return "repack:" + strings.ToLower(dt.String()) + "_planar"
+}
+
 const (
-	docWeightX16 = "W [N, K] repacked in 16-row groups (docs/formats.md#repacked); N a multiple of 16"
-	docWeight    = "W [N, K] in the kernel's dtype, rows contiguous"
-	docBias      = "bias [N], F32"
+	docWeightPlanar = "W [N, K] in two planes: every block's quants, row after row, then every block's F16 scale (docs/formats.md#planar)"
+	docWeightX16    = "W [N, K] repacked in 16-row groups (docs/formats.md#repacked); N a multiple of 16"
+	docWeight       = "W [N, K] in the kernel's dtype, rows contiguous"
+	docBias         = "bias [N], F32"
 )
 
 // families is the catalog's table, in catalog order.
@@ -169,6 +184,9 @@ var families = []*family{
 			if s.Variant&X16 != 0 {
 				w = docWeightX16
 			}
+			if s.Variant&Planar != 0 {
+				w = docWeightPlanar
+			}
 			return append(append([]Binding{in("w", RoleWeight, w)}, x...),
 				out("y", RoleActivation, "y [N]"),
 				when(in("bias", RoleWeight, docBias), "has_bias"))
@@ -186,6 +204,8 @@ var families = []*family{
 				return "4 SIMD groups share nr rows, group g taking blocks g, g+4, ..., partial sums met in threadgroup memory; grid = ceil(N / nr)"
 			case s.Variant&Wide != 0:
 				return "8 SIMD groups per threadgroup, nr rows each; grid = ceil(N / (8·nr))"
+			case s.Variant&Planar != 0:
+				return "128 threads in nsg row groups of nr rows, a group's 128/nsg lanes striding over the blocks; grid = ceil(N / (nr·nsg))"
 			}
 			return "nsg SIMD groups per threadgroup, nr rows each, lanes striding over the blocks; grid = ceil(N / (nr·nsg))"
 		},
@@ -193,6 +213,7 @@ var families = []*family{
 			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
 			out = append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
+			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar)...)
 			return append(out, typed(OpGEMV, f32Only, repacked, X16, X16|SiLU)...)
 		},
 	},

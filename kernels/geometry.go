@@ -200,6 +200,11 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	if err := needBlocks(k, "K", s.K); err != nil {
 		return Launch{}, err
 	}
+	if k.Variant&Planar != 0 {
+		nr, nsg := planarShape(s.N, s.K/int(k.DType.BlockSize()))
+		return launch([3]int{ceilDiv(s.N, nr*nsg), 1, 1}, planarThreads, planarThreads/SIMDWidth*nr*4,
+			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
+	}
 	sh := gemvShapes[k.DType]
 	if t.Int8GEMV && sh.NR8 > 0 {
 		sh.NR = sh.NR8
@@ -216,6 +221,34 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	}
 	return launch([3]int{ceilDiv(s.N, rowsPerTG), 1, 1}, nsg*SIMDWidth, tgMem,
 		values(k, map[string]uint32{"nr": uint32(sh.NR), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
+}
+
+// planarThreads: the threads of a planar GEMV's threadgroup.
+const planarThreads = 128
+
+// planarShape is the planar GEMV's split of an N×K matrix of nb blocks a
+// row: nsg row groups of nr rows a threadgroup of 128 threads, a group's
+// 128/nsg lanes striding over the row's blocks, one block (16 quant bytes,
+// one 16-byte load a row) a lane at a time. As many lanes along K as the
+// row has blocks for (128 from 96 blocks, 64 from 48, else 32: lanes
+// without a block idle), and 8 rows a group for matrices of more than 2^24
+// weights, 4 below: ours, from a sweep on an H100 (Q4_0, weights streamed
+// from memory, 2026-11-27: docs/cuda.md, ADR 0025), where this rule was
+// within 6% of the fastest split of every shape of the three bench models
+// and reached 2.1–2.6 TB/s on the 8B shape's large matrices.
+func planarShape(n, nb int) (nr, nsg int) {
+	lanes := 32
+	switch {
+	case nb >= 96:
+		lanes = 128
+	case nb >= 48:
+		lanes = 64
+	}
+	nr = 4
+	if n*nb*32 > 1<<24 {
+		nr = 8
+	}
+	return nr, planarThreads / lanes
 }
 
 // GEMM tiles: a threadgroup computes a 64 (tokens) × 64 (output features)

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"unsafe"
 
+	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
@@ -107,7 +108,10 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 // Derive builds a derived weight of size bytes from srcs by recipe:
 // concat_rows copies the sources' bytes one after the other;
 // repack:<dtype>x16 (x16.go: q4_0, q8_0, q4_k, q6_k) interleaves rows of
-// rowElems elements in groups of 16, each source on its own.
+// rowElems elements in groups of 16, each source on its own;
+// repack:<dtype>_planar (q4_0; kernels.ToPlanar) stacks the sources' rows
+// and splits their blocks into two planes, the layout the CUDA GEMVs read
+// (the CPU runs it only to replay and verify a GPU plan).
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (buf device.Buffer, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -122,6 +126,8 @@ func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int
 func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
 	switch recipe {
 	case plans.RecipeConcatRows:
+	case kernels.PlanarRecipe(dtype.Q4_0):
+		return b.derivePlanar(dtype.Q4_0, srcs, size)
 	default:
 		if l := x16ByRecipe(recipe); l != nil {
 			return l.derive(b, srcs, size, rowElems)
@@ -139,6 +145,28 @@ func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int
 	}
 	if off != size {
 		return device.Buffer{}, fmt.Errorf("cpu: concat_rows: sources give %d of %d bytes", off, size)
+	}
+	return b.add(data), nil
+}
+
+// derivePlanar is repack:<dt>_planar: the sources' bytes stacked, then
+// split into planes.
+func (b *Backend) derivePlanar(dt dtype.Type, srcs []device.Buffer, size int) (device.Buffer, error) {
+	stacked := Alloc(size)
+	off := 0
+	for _, s := range srcs {
+		src := b.bytes(s)
+		if src == nil || off+len(src) > size {
+			return device.Buffer{}, fmt.Errorf("cpu: %s: sources of %d+ bytes for %d", kernels.PlanarRecipe(dt), off+len(src), size)
+		}
+		off += copy(stacked[off:], src)
+	}
+	if off != size {
+		return device.Buffer{}, fmt.Errorf("cpu: %s: sources give %d of %d bytes", kernels.PlanarRecipe(dt), off, size)
+	}
+	data := Alloc(size)
+	if err := kernels.ToPlanar(dt, data, stacked); err != nil {
+		return device.Buffer{}, fmt.Errorf("cpu: %w", err)
 	}
 	return b.add(data), nil
 }
@@ -269,7 +297,7 @@ type workerScratch struct {
 	v16 [16]float32        // and a 4×4 tile's (gemm)
 	sc  [headGroup]float32 // RMS scales of a group of rows (ropeKV, norm)
 	q8  q8act              // a row quantized to Q8_0 (a Q8_0 KV cache's writes and queries)
-	_   [24]byte           // 256 bytes in all: no line shared with the next worker
+	row []byte             // a planar weight row in the file's layout (gemv); 256 bytes in all: no line shared with the next worker
 }
 
 func grow(s []float32, n int) []float32 {

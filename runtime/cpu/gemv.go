@@ -25,6 +25,9 @@ type gemv struct {
 	bias bool
 	x16  *x16Layout // the _x16 forms' layout
 	y    int        // slot of y (3 for _silu, 2 otherwise)
+	// planar: W in the planar layout (the _planar forms, GPU plans'):
+	// each row is put back in the file's layout before its dot product.
+	planar bool
 
 	// per run, for do
 	e  *Exec
@@ -38,7 +41,7 @@ type gemv struct {
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
-		x16: x16For(k)}
+		x16: x16For(k), planar: k.Variant&kernels.Planar != 0}
 	g.y = 2
 	if g.silu {
 		g.y = 3
@@ -65,6 +68,15 @@ func (g *gemv) prepare(e *Exec) error {
 	}
 	if g.x16 != nil {
 		e.b.scratch.x16 = growBytes(e.b.scratch.x16, g.x16.recs(1, k))
+	}
+	if g.planar {
+		if kernels.PlanarRecipe(g.wt.dt) == "" || g.wt.q == nil {
+			return fmt.Errorf("a planar kernel of %v: %w", g.wt.dt, ErrUnsupported)
+		}
+		for i := range e.b.scratch.workers {
+			ws := &e.b.scratch.workers[i]
+			ws.row = growBytes(ws.row, 4*g.wt.rowBytes(k))
+		}
 	}
 	s := &e.b.scratch
 	s.f = grow(s.f, 2*k)
@@ -152,6 +164,28 @@ func (g *gemv) do(wk, i0, i1 int) {
 		return
 	}
 	r := i0
+	if g.planar { // rows put back in the file's layout, then the same dot products as below
+		qs, d, s := g.q.row(g.wt.aq, 0, k)
+		ws := &g.e.b.scratch.workers[wk]
+		rows := ws.row[:4*rb]
+		for ; r < i1; r += 4 {
+			m := min(4, i1-r)
+			for j := range m {
+				_ = kernels.PlanarRow(g.wt.dt, rows[j*rb:(j+1)*rb], g.w, int(g.p.N), r+j, k) // prepare checked the type and sizes
+			}
+			if m == 4 && g.wt.q4 != nil {
+				g.wt.q4(rows, rb, qs, d, s, &ws.v4)
+				for j := range ws.v4 {
+					g.set(r+j, ws.v4[j])
+				}
+				continue
+			}
+			for j := range m {
+				g.set(r+j, g.wt.q(rows[j*rb:(j+1)*rb], qs, d, s))
+			}
+		}
+		return
+	}
 	if q4, f4 := g.wt.q4, g.wt.f4; q4 != nil && g.q != nil || f4 != nil {
 		var qs []int8
 		var d, s []float32

@@ -138,6 +138,13 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 // the _x16 kernels, as it is for the others.
 func layout(t testing.TB, k *kernels.Kernel, w []byte, kk int) []byte {
 	t.Helper()
+	if k.Variant&kernels.Planar != 0 {
+		out := Alloc(len(w))
+		if err := kernels.ToPlanar(k.DType, out, w); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
 	if k.Variant&kernels.X16 == 0 {
 		return w
 	}

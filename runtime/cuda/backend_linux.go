@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/kernels/gpu"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
@@ -333,9 +335,14 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 	return b.add(p, len(data)), nil
 }
 
-// Derive builds a derived weight on the device: concat_rows only (the
-// CPU backend's repacked layouts are its own).
+// Derive builds a derived weight on the device: concat_rows, and
+// repack:q4_0_planar (the sources stacked and split into the planar
+// layout the planar GEMVs read: kernels.ToPlanar, a source at a time
+// through host memory); the CPU backend's x16 layouts are its own.
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, _ int) (device.Buffer, error) {
+	if recipe == kernels.PlanarRecipe(dtype.Q4_0) {
+		return b.derivePlanar(dtype.Q4_0, srcs, size)
+	}
 	if recipe != plans.RecipeConcatRows {
 		return device.Buffer{}, fmt.Errorf("cuda: recipe %q (a weight layout of another backend; compile the plan for an NVIDIA or Apple chip): %w", recipe, ErrUnsupported)
 	}
@@ -365,6 +372,51 @@ func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, _ int) (devi
 		off += uint64(e.size)
 	}
 	return b.add(p, size), nil
+}
+
+// derivePlanar builds repack:<dt>_planar: each source read back to the
+// host, split into its quants and scales there (kernels.ToPlanar) and
+// written into the two planes of the stacked matrix.
+func (b *Backend) derivePlanar(dt dtype.Type, srcs []device.Buffer, size int) (device.Buffer, error) {
+	recipe := kernels.PlanarRecipe(dt)
+	total := 0
+	for _, s := range srcs {
+		e, ok := b.ref(s)
+		if !ok {
+			return device.Buffer{}, fmt.Errorf("cuda: %s: source buffer %d was not made by this backend", recipe, s.ID())
+		}
+		total += e.size
+	}
+	const bs, ss = 18, 2 // Q4_0: the block, its scale (kernels/planar.go)
+	if total != size || size%bs != 0 {
+		return device.Buffer{}, fmt.Errorf("cuda: %s: sources give %d of %d bytes (whole %d-byte blocks)", recipe, total, size, bs)
+	}
+	dst, err := b.Alloc(size)
+	if err != nil {
+		return device.Buffer{}, err
+	}
+	nb, at := size/bs, 0 // blocks in all; blocks before this source
+	for _, s := range srcs {
+		e, _ := b.ref(s)
+		host := make([]byte, e.size)
+		p := make([]byte, e.size)
+		if err = b.Read(host, s, 0); err == nil {
+			err = kernels.ToPlanar(dt, p, host)
+		}
+		n := e.size / bs
+		if err == nil {
+			err = b.Write(dst, at*(bs-ss), p[:n*(bs-ss)])
+		}
+		if err == nil {
+			err = b.Write(dst, nb*(bs-ss)+at*ss, p[n*(bs-ss):])
+		}
+		if err != nil {
+			b.Free(dst)
+			return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
+		}
+		at += n
+	}
+	return dst, nil
 }
 
 // Free releases a buffer.

@@ -248,6 +248,9 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		} else {
 			b["x"] = f16s(r, tK, 1)
 		}
+		if v&kernels.Planar != 0 {
+			b["w"] = planar(t, k.DType, b["w"])
+		}
 		return kcase{s, kernels.GEMVParams{N: tN, K: tK}, b}, nil
 	case kernels.OpGEMM:
 		m := 37
@@ -385,6 +388,29 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 	return kcase{}, fmt.Errorf("no case for op %v", k.Op)
 }
 
+// planar is w, whole blocks of dt, in the planar layout.
+func planar(t *testing.T, dt dtype.Type, w []byte) []byte {
+	t.Helper()
+	p := make([]byte, len(w))
+	if err := kernels.ToPlanar(dt, p, w); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// planarShapes are GEMV cases of the planar kernel beyond caseFor's: each
+// row split the geometry chooses (128, 64 and 32 lanes along K; 8 and 4
+// rows a group) and a last threadgroup with fewer rows than the others.
+func planarShapes(t *testing.T, r *rand.Rand, k *kernels.Kernel) []kcase {
+	var out []kcase
+	for _, nk := range [][2]int{{70, 4096}, {38, 1536}, {4104, 4608}, {21, 1024}} {
+		n, kk := nk[0], nk[1]
+		b := map[string][]byte{"w": planar(t, k.DType, quantized(t, r, k.DType, n, kk)), "x": f16s(r, kk, 1), "y": make([]byte, 2*n), "bias": f32s(r, n, 1, 0)}
+		out = append(out, kcase{kernels.Shape{Tokens: 1, N: n, K: kk, VecX: true}, kernels.GEMVParams{N: uint32(n), K: uint32(kk)}, b})
+	}
+	return out
+}
+
 // quantizesX reports whether the CUDA kernel k quantizes x to 8 bits as
 // the CPU twin does: the Q4_0, Q4_K and Q6_K GEMVs, which dot their quants with
 // 8-bit x by dp4a (gemv_rows.h).
@@ -407,7 +433,17 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 	}
 	m, n, kk := c.shape.Tokens, c.shape.N, c.shape.K
 	w := make([]float32, n*kk)
-	if err := dtype.Dequantize(k.DType, c.bufs["w"], w); err != nil {
+	wb := c.bufs["w"]
+	if k.Variant&kernels.Planar != 0 { // back to the file's layout, row by row
+		rb := len(wb) / n
+		wb = make([]byte, len(wb))
+		for r := range n {
+			if err := kernels.PlanarRow(k.DType, wb[r*rb:(r+1)*rb], c.bufs["w"], n, r, kk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := dtype.Dequantize(k.DType, wb, w); err != nil {
 		t.Fatal(err)
 	}
 	f16 := func(b []byte, i int) float64 {
@@ -540,6 +576,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			if k.Op == kernels.OpGEMMID {
 				cases = gemmIDForms(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
 			}
+			if k.Variant&kernels.Planar != 0 {
+				cases = append(cases, planarShapes(t, rand.New(rand.NewPCG(6, uint64(len(k.Name)))), k)...)
+			}
 			for _, cs := range cases {
 				want := run(t, c, k, cs)
 				got := run(t, g, k, cs)
@@ -607,6 +646,9 @@ func TestEveryKernelCaseRunsOnTheCPU(t *testing.T) {
 			}
 			if k.Op == kernels.OpGEMMID {
 				cases = gemmIDForms(t, rand.New(rand.NewPCG(1, uint64(len(k.Name)))), k)
+			}
+			if k.Variant&kernels.Planar != 0 {
+				cases = append(cases, planarShapes(t, rand.New(rand.NewPCG(6, uint64(len(k.Name)))), k)...)
 			}
 			for _, cs := range cases {
 				out := run(t, c, k, cs)

@@ -1,0 +1,64 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+)
+
+// Planar layouts (docs/formats.md#planar): a matrix of a planar type's
+// blocks, its rows one after the other, stored as two planes: every
+// block's quants in the blocks' order, then every block's F16 scale in
+// the same order. Q4_0's 18-byte block becomes 16 bytes in the first plane
+// (16-byte aligned, one load on a GPU) and 2 in the second; the size is
+// unchanged. Rows stacked from several tensors (a fused Q|K|V weight) are
+// one matrix: blocks in order.
+
+// planarBlock is the block size, scale bytes and quant bytes of a planar
+// type (Q4_0: 18 = a 2-byte F16 scale and 16 bytes of nibbles).
+func planarBlock(dt dtype.Type) (block, scale int, err error) {
+	if PlanarRecipe(dt) == "" {
+		return 0, 0, fmt.Errorf("kernels: %v has no planar layout", dt)
+	}
+	return 18, 2, nil
+}
+
+// ToPlanar writes src, whole blocks of dt in the file's layout, into dst
+// (the same size) in the planar layout.
+func ToPlanar(dt dtype.Type, dst, src []byte) error {
+	bs, ss, err := planarBlock(dt)
+	if err != nil {
+		return err
+	}
+	if len(src)%bs != 0 || len(dst) != len(src) {
+		return fmt.Errorf("kernels: planar %v: %d bytes into %d: not whole %d-byte blocks of one size", dt, len(src), len(dst), bs)
+	}
+	n, qs := len(src)/bs, bs-ss
+	quants, scales := dst[:n*qs], dst[n*qs:]
+	for i := range n {
+		b := src[i*bs : i*bs+bs]
+		copy(scales[i*ss:i*ss+ss], b[:ss])
+		copy(quants[i*qs:i*qs+qs], b[ss:])
+	}
+	return nil
+}
+
+// PlanarRow writes row r of a planar matrix of n rows of k elements (its
+// bytes at the start of p) into dst in the file's layout, a row's bytes.
+func PlanarRow(dt dtype.Type, dst, p []byte, n, r, k int) error {
+	bs, ss, err := planarBlock(dt)
+	if err != nil {
+		return err
+	}
+	nb, qs := k/int(dt.BlockSize()), bs-ss
+	if nb*int(dt.BlockSize()) != k || len(dst) != nb*bs || r < 0 || r >= n || len(p) < n*nb*bs {
+		return fmt.Errorf("kernels: planar %v: row %d of %d rows of %d elements from %d bytes into %d", dt, r, n, k, len(p), len(dst))
+	}
+	quants, scales := p[:n*nb*qs], p[n*nb*qs:n*nb*bs]
+	for j := range nb {
+		i := r*nb + j
+		copy(dst[j*bs:j*bs+ss], scales[i*ss:i*ss+ss])
+		copy(dst[j*bs+ss:j*bs+bs], quants[i*qs:i*qs+qs])
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+package kernels_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/kernels"
+)
+
+// A matrix taken to the planar layout and read back a row at a time gives
+// the file's bytes again, and the two planes are where the layout says.
+func TestThePlanarLayoutKeepsEveryByte(t *testing.T) {
+	const rows, k = 5, 96
+	r := rand.New(rand.NewPCG(1, 2))
+	src := make([]byte, rows*k/32*18)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	p := make([]byte, len(src))
+	if err := kernels.ToPlanar(dtype.Q4_0, p, src); err != nil {
+		t.Fatal(err)
+	}
+	nb := rows * k / 32
+	if !bytes.Equal(p[16:32], src[20:36]) || !bytes.Equal(p[16*nb+2:16*nb+4], src[18:20]) {
+		t.Fatal("block 1's quants or scale are not where the layout puts them")
+	}
+	row := make([]byte, k/32*18)
+	for i := range rows {
+		if err := kernels.PlanarRow(dtype.Q4_0, row, append(p, 1, 2, 3), rows, i, k); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(row, src[i*len(row):(i+1)*len(row)]) {
+			t.Fatalf("row %d differs after the round trip", i)
+		}
+	}
+	if err := kernels.ToPlanar(dtype.Q8_0, p, src); err == nil {
+		t.Error("Q8_0 has no planar layout, yet ToPlanar took it")
+	}
+	if err := kernels.ToPlanar(dtype.Q4_0, p[:17], src[:17]); err == nil {
+		t.Error("17 bytes are not whole blocks, yet ToPlanar took them")
+	}
+	if err := kernels.PlanarRow(dtype.Q4_0, row, p, rows, rows, k); err == nil {
+		t.Error("a row past the last was read")
+	}
+}
