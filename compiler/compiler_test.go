@@ -114,13 +114,35 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu) and reads Q4_0 planar (tuning.repack)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_l", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
-			"flash_attention_decode_reduce_f16", "gemv_q4_0_l", "residual_rmsnorm_f16", "gemv_q4_0_l", "silu_gate_f16", "gemv_q4_0_l"}
+		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar", "silu_gate_f16", "gemv_q4_0_planar"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
+		}
+		// the GEMVs read planar buffers, the fused ones stacked from their
+		// tensors; the prefill GEMMs read the file's layout
+		reads := map[string]string{}
+		for _, pr := range h.Programs {
+			for _, c := range pr.Commands {
+				k := h.Pipelines[c.Pipeline].Kernel
+				if strings.HasPrefix(c.Label, "L1.") && (strings.HasPrefix(k, "gemv") || strings.HasPrefix(k, "simd_gemm")) {
+					reads[k+" "+c.Label] = h.Buffers[c.Bindings[0].Buffer].Name // w: slot 0
+				}
+			}
+		}
+		for kl, want := range map[string]string{"gemv_q4_0_planar L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar L1.ffn.down": "blk.1.ffn_down.weight.planar",
+			"simd_gemm_q4_0 L1.attn.qkv": "L1.attn.qkv.weight", "simd_gemm_q4_0 L1.ffn.down": "blk.1.ffn_down.weight"} {
+			if reads[kl] != want {
+				t.Errorf("%s reads %q, want %q", kl, reads[kl], want)
+			}
+		}
+		for _, b := range h.Buffers {
+			if b.Name == "L1.attn.qkv.planar" && (b.Recipe != "repack:q4_0_planar" || len(b.Sources) != 3) {
+				t.Errorf("%s: recipe %q from %d sources, want repack:q4_0_planar from Q, K and V", b.Name, b.Recipe, len(b.Sources))
+			}
 		}
 	})
 	t.Run("m1 keeps Q, K, V and gate, up as separate GEMVs", func(t *testing.T) {

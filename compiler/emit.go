@@ -355,6 +355,9 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 	if i, ok := s.repacked(n); ok {
 		w = e.whole(i)
 	}
+	if i, ok := s.planar(n); ok && k.Variant&kernels.Planar != 0 {
+		w = e.whole(i)
+	}
 	out := n.Out[0]
 	rows := e.p.rowsOf(out)
 	y := e.act(out)

@@ -20,8 +20,12 @@ import (
 // fusion condition same_weights) and sizes adding up; one derived repack
 // buffer ("<tensor>.x16") per single-weight matmul whose type the target
 // repacks (tuning.repack; N a multiple of 16), which every program then
-// reads instead of the tensor. A tied LM head reads the token embedding's
-// buffer (or its repacked copy). No weight byte is read.
+// reads instead of the tensor; one derived planar buffer ("<tensor>.planar",
+// "<label>.planar" for a concat) per matmul of the decode graph whose type
+// has a planar layout the target reads (tuning.repack: q4_0_planar), which
+// the GEMVs read (the GEMMs keep the file's layout). A tied LM head reads
+// the token embedding's buffer (or its repacked copy). No weight byte is
+// read.
 func layoutPass(s *state) (string, error) {
 	s.plan = &plans.Plan{}
 	s.weights = map[string]uint32{}
@@ -41,8 +45,8 @@ func layoutPass(s *state) (string, error) {
 		s.weights[name] = i
 		return i, nil
 	}
-	var derived, repacks []*MatMul
-	for _, g := range s.graphs {
+	var derived, repacks, planars []*MatMul
+	for gi, g := range s.graphs {
 		for _, n := range g.Nodes {
 			for _, name := range tensorsOf(n) {
 				if _, err := weight(name); err != nil {
@@ -54,6 +58,9 @@ func layoutPass(s *state) (string, error) {
 					derived = append(derived, mm)
 				} else if r := s.repackOf(mm); r != "" {
 					repacks = append(repacks, mm)
+				}
+				if gi == 0 && s.planarOf(mm) != "" { // the decode graph's GEMVs
+					planars = append(planars, mm)
 				}
 			}
 		}
@@ -101,6 +108,20 @@ func layoutPass(s *state) (string, error) {
 		s.derived[name] = s.plan.AddBuffer(plans.Buffer{Name: name, Kind: plans.BufDerived, Recipe: s.repackOf(mm),
 			DType: w.DType, Size: w.Size, Shape: append([]uint64(nil), w.Shape...), Sources: []uint32{s.weights[mm.Weights[0]]}})
 	}
+	for _, mm := range planars {
+		name := planarName(mm)
+		if _, ok := s.derived[name]; ok {
+			continue
+		}
+		w := &s.plan.Buffers[s.weights[mm.Weights[0]]]
+		b := plans.Buffer{Name: name, Kind: plans.BufDerived, Recipe: s.planarOf(mm), DType: w.DType,
+			Shape: []uint64{uint64(mm.K), uint64(mm.N())}}
+		for _, src := range mm.Weights {
+			b.Sources = append(b.Sources, s.weights[src])
+			b.Size += s.plan.Buffers[s.weights[src]].Size
+		}
+		s.derived[name] = s.plan.AddBuffer(b)
+	}
 	tied := ""
 	if s.hp.TiedOutput {
 		tied = ", LM head tied to the token embedding"
@@ -128,6 +149,42 @@ func (s *state) repackOf(mm *MatMul) string {
 		return ""
 	}
 	return r
+}
+
+// planarOf is the planar recipe of a matmul's weight (its sources stacked
+// when it is a concat) when the target reads that layout (tuning.repack)
+// and the matmul is not SiLU-fused (the planar GEMV has no _silu form); ""
+// otherwise.
+func (s *state) planarOf(mm *MatMul) string {
+	if mm.SiLU || len(mm.Weights) == 0 {
+		return ""
+	}
+	t := s.tensors[mm.Weights[0]]
+	r := kernels.PlanarRecipe(t.Type)
+	if r == "" || !slices.Contains(s.tuning.Repack, strings.TrimPrefix(r, plans.RecipeRepackPrefix)) {
+		return ""
+	}
+	if bs := t.Type.BlockSize(); bs == 0 || mm.K%int(bs) != 0 {
+		return ""
+	}
+	return r
+}
+
+// planarName is the name of a matmul's planar buffer: its label's for a
+// concat (the stacked rows are the matmul's own), else its tensor's (a
+// tied LM head and the embedding share one).
+func planarName(mm *MatMul) string {
+	if mm.Concat {
+		return mm.Label + ".planar"
+	}
+	return mm.Weights[0] + ".planar"
+}
+
+// planar is the derived planar buffer of a matmul's weight, if the layout
+// pass made one.
+func (s *state) planar(mm *MatMul) (uint32, bool) {
+	i, ok := s.derived[planarName(mm)]
+	return i, ok
 }
 
 // repacked is the derived repack buffer of a matmul's weight, if the layout

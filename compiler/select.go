@@ -140,6 +140,13 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 			x16 = kernels.X16
 		}
 		if rows == 1 {
+			if _, ok := s.planar(n); ok {
+				k, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: kernels.Planar, Act: s.act})
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v has no planar GEMV kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
+				}
+				return []*kernels.Kernel{k}, nil
+			}
 			k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, n.SiLU, s.act)
 			if err == nil && x16 != 0 {
 				k, err = kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: k.Variant | x16, Act: s.act})

@@ -48,8 +48,15 @@ const (
 // added tuning.gemv_min_groups, which changes GEMV launches: a plan that
 // sets it needs 7. Format 8 added tuning.gemv_min_rows, which changes them
 // too: a plan that sets it needs 8. Format 9 added tuning.int8_gemv, which
-// changes the rows of some: a plan that sets it needs 9.
+// changes the rows of some: a plan that sets it needs 9. Format 10 added
+// the planar layout q4_0_planar (repack:q4_0_planar, read by
+// gemv_q4_0_planar): a plan with one needs 10.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Buffers {
+		if p.Buffers[i].Recipe == RecipeRepackPrefix+"q4_0_planar" {
+			return 10
+		}
+	}
 	if p.Header.Target.Tuning.Int8GEMV {
 		return 9
 	}

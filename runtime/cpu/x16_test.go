@@ -623,3 +623,38 @@ func TestEveryX16KernelHasItsLayout(t *testing.T) {
 		t.Errorf("an x16 kernel of a type without a layout: got %v, want ErrUnsupported", err)
 	}
 }
+
+// repack:q4_0_planar stacks its sources (a fused Q|K|V weight's) and then
+// splits the blocks into planes: one matrix, not each source on its own.
+func TestDerivePlanarStacksItsSources(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 3))
+	b := New(Options{Threads: 1})
+	defer b.Close()
+	parts := [][]byte{make([]byte, 3*18*4), make([]byte, 5*18*4)}
+	var srcs []device.Buffer
+	var all []byte
+	for _, p := range parts {
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		srcs = append(srcs, mustMap(t, b, p))
+		all = append(all, p...)
+	}
+	d, err := b.Derive(kernels.PlanarRecipe(dtype.Q4_0), srcs, len(all), 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := make([]byte, len(all)), make([]byte, len(all))
+	if err := b.Read(got, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.ToPlanar(dtype.Q4_0, want, all); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("Derive's bytes differ from the planar layout of the stacked sources")
+	}
+	if _, err := b.Derive(kernels.PlanarRecipe(dtype.Q4_0), srcs, len(all)+18, 128); err == nil {
+		t.Error("sources of fewer bytes than the buffer were taken")
+	}
+}
