@@ -15,7 +15,7 @@ import (
 )
 
 // app holds the subcommands; each file registers its own in init.
-var app = cli.New("akunuc", "akunuc compiles GGUF models into dispatch plans for Apple GPUs and CPUs.")
+var app = cli.New("akunuc", "akunuc compiles GGUF models into dispatch plans for Apple and NVIDIA GPUs and CPUs.")
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
