@@ -157,14 +157,7 @@ inline int q8_block32(device const half* x, uint b, thread uint* xq, thread floa
     for (uint i = 0; i < 32; i++) amax = max(amax, fabs(xc[i]));
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     dx = float(half(amax / 127.0f));
-    int s = 0;
-    for (uint i = 0; i < 8; i++) {
-        uint v[4];
-        for (uint j = 0; j < 4; j++) v[j] = as_type<uint>(mul_rn(xc[4 * i + j], id) + 12582912.0f);
-        xq[i] = pack_low_bytes(v[0], v[1], v[2], v[3]);
-        s = dot4_i8(xq[i], 0x01010101u, s);
-    }
-    return s;
+    return q8_pack(xc, id, 8, xq);
 }
 
 // q4_0_planar_dot is a row's block: its low nibbles are elements 0..15,

@@ -109,6 +109,18 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
 // the quants read as four aligned words and a halfword realigned by byte
 // permutes, in place of eight halfword loads (1307, 1395, 340: slower),
 // and eight rows per SIMD group (mixed).
+// q8_pack packs n·4 values of x, scaled by id and rounded to nearest even,
+// into n words of signed bytes (xq) and returns their sum.
+inline int q8_pack(thread const float* xc, float id, uint n, thread uint* xq) {
+    int s = 0;
+    for (uint i = 0; i < n; i++) {
+        uint b[4];
+        for (uint j = 0; j < 4; j++) b[j] = as_type<uint>(mul_rn(xc[4 * i + j], id) + 12582912.0f);
+        xq[i] = pack_low_bytes(b[0], b[1], b[2], b[3]);
+        s = dot4_i8(xq[i], 0x01010101u, s);
+    }
+    return s;
+}
 template <int T> inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx) {
     float amax = 0.0f;
     for (uint i = 0; i < 16; i++) amax = max(amax, fabs(xc[i]));
@@ -122,14 +134,7 @@ template <int T> inline int q8_quantize(thread const float* xc, thread uint* xq,
         id = amax != 0.0f ? 127.0f / amax : 0.0f;
         dx = amax != 0.0f ? 1.0f / id : 0.0f;
     }
-    int s = 0;
-    for (uint i = 0; i < 4; i++) {
-        uint b[4];
-        for (uint j = 0; j < 4; j++) b[j] = as_type<uint>(mul_rn(xc[4 * i + j], id) + 12582912.0f);
-        xq[i] = pack_low_bytes(b[0], b[1], b[2], b[3]);
-        s = dot4_i8(xq[i], 0x01010101u, s);
-    }
-    return s;
+    return q8_pack(xc, id, 4, xq);
 }
 // nib_dot: the dot product of the 16 nibbles at q (the high ones with hi)
 // with the 16 bytes of xq.
