@@ -234,8 +234,10 @@ const planarThreads = 128
 // without a block idle), and 8 rows a group for matrices of more than 2^24
 // weights, 4 below: ours, from a sweep on an H100 (Q4_0, weights streamed
 // from memory, 2026-11-27: docs/cuda.md, ADR 0025), where this rule was
-// within 6% of the fastest split of every shape of the three bench models
-// and reached 2.1–2.6 TB/s on the 8B shape's large matrices.
+// within 4% of the fastest split on every matrix of 3 MB or more of the
+// three bench models and reached 2.1–2.6 TB/s on the 8B shape's gate|up
+// and down; on the smaller ones, at their 4–5 µs launch floor, within 14%
+// (0.5 µs).
 func planarShape(n, nb int) (nr, nsg int) {
 	lanes := 32
 	switch {

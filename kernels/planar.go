@@ -23,6 +23,19 @@ func planarBlock(dt dtype.Type) (block, scale int, err error) {
 	return 18, 2, nil
 }
 
+// PlanarQuantBytes is the size of the quant plane of size bytes of dt's
+// blocks (the scale plane follows it).
+func PlanarQuantBytes(dt dtype.Type, size int) (int, error) {
+	bs, ss, err := planarBlock(dt)
+	if err != nil {
+		return 0, err
+	}
+	if size%bs != 0 {
+		return 0, fmt.Errorf("kernels: planar %v: %d bytes are not whole %d-byte blocks", dt, size, bs)
+	}
+	return size / bs * (bs - ss), nil
+}
+
 // ToPlanar writes src, whole blocks of dt in the file's layout, into dst
 // (the same size) in the planar layout.
 func ToPlanar(dt dtype.Type, dst, src []byte) error {

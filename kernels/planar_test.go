@@ -45,3 +45,15 @@ func TestThePlanarLayoutKeepsEveryByte(t *testing.T) {
 		t.Error("a row past the last was read")
 	}
 }
+
+func TestPlanarQuantBytesIsWhereTheScalesStart(t *testing.T) {
+	if n, err := kernels.PlanarQuantBytes(dtype.Q4_0, 5*18); err != nil || n != 5*16 {
+		t.Errorf("5 Q4_0 blocks: %d, %v; want 80", n, err)
+	}
+	if _, err := kernels.PlanarQuantBytes(dtype.Q4_0, 19); err == nil {
+		t.Error("19 bytes are not whole blocks, yet PlanarQuantBytes took them")
+	}
+	if _, err := kernels.PlanarQuantBytes(dtype.Q8_0, 34); err == nil {
+		t.Error("Q8_0 has no planar layout, yet PlanarQuantBytes took it")
+	}
+}

@@ -126,49 +126,44 @@ func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int
 func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
 	switch recipe {
 	case plans.RecipeConcatRows:
-	case kernels.PlanarRecipe(dtype.Q4_0):
-		return b.derivePlanar(dtype.Q4_0, srcs, size)
-	default:
-		if l := x16ByRecipe(recipe); l != nil {
-			return l.derive(b, srcs, size, rowElems)
+		data, err := b.stack(recipe, srcs, size)
+		if err != nil {
+			return device.Buffer{}, err
 		}
-		return device.Buffer{}, fmt.Errorf("cpu: recipe %q: %w", recipe, ErrUnsupported)
+		return b.add(data), nil
+	case kernels.PlanarRecipe(dtype.Q4_0):
+		stacked, err := b.stack(recipe, srcs, size)
+		if err != nil {
+			return device.Buffer{}, err
+		}
+		data := Alloc(size)
+		if err := kernels.ToPlanar(dtype.Q4_0, data, stacked); err != nil {
+			return device.Buffer{}, fmt.Errorf("cpu: %w", err)
+		}
+		return b.add(data), nil
 	}
+	if l := x16ByRecipe(recipe); l != nil {
+		return l.derive(b, srcs, size, rowElems)
+	}
+	return device.Buffer{}, fmt.Errorf("cpu: recipe %q: %w", recipe, ErrUnsupported)
+}
+
+// stack is the sources' bytes one after the other, size in all (the
+// concat_rows recipe, and the planar recipe's first step).
+func (b *Backend) stack(recipe string, srcs []device.Buffer, size int) ([]byte, error) {
 	data := Alloc(size)
 	off := 0
 	for _, s := range srcs {
 		src := b.bytes(s)
 		if src == nil || off+len(src) > size {
-			return device.Buffer{}, fmt.Errorf("cpu: concat_rows: sources of %d+ bytes for %d", off+len(src), size)
+			return nil, fmt.Errorf("cpu: %s: sources of %d+ bytes for %d", recipe, off+len(src), size)
 		}
 		off += copy(data[off:], src)
 	}
 	if off != size {
-		return device.Buffer{}, fmt.Errorf("cpu: concat_rows: sources give %d of %d bytes", off, size)
+		return nil, fmt.Errorf("cpu: %s: sources give %d of %d bytes", recipe, off, size)
 	}
-	return b.add(data), nil
-}
-
-// derivePlanar is repack:<dt>_planar: the sources' bytes stacked, then
-// split into planes.
-func (b *Backend) derivePlanar(dt dtype.Type, srcs []device.Buffer, size int) (device.Buffer, error) {
-	stacked := Alloc(size)
-	off := 0
-	for _, s := range srcs {
-		src := b.bytes(s)
-		if src == nil || off+len(src) > size {
-			return device.Buffer{}, fmt.Errorf("cpu: %s: sources of %d+ bytes for %d", kernels.PlanarRecipe(dt), off+len(src), size)
-		}
-		off += copy(stacked[off:], src)
-	}
-	if off != size {
-		return device.Buffer{}, fmt.Errorf("cpu: %s: sources give %d of %d bytes", kernels.PlanarRecipe(dt), off, size)
-	}
-	data := Alloc(size)
-	if err := kernels.ToPlanar(dt, data, stacked); err != nil {
-		return device.Buffer{}, fmt.Errorf("cpu: %w", err)
-	}
-	return b.add(data), nil
+	return data, nil
 }
 
 // bytes is buffer h's memory, nil for no buffer.

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -245,5 +246,39 @@ func TestEmbeddingReadsTheTokenSlot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The planar GEMV's twin gives the plain GEMV's bits on the same weights
+// in the file's layout, so an NVIDIA plan replayed on the CPU gives the
+// same logits with the planar layout as without it: every row count
+// around the four-row passes, with and without a bias.
+func TestPlanarGEMVGivesThePlainGEMVsBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	h := newHarness(t, 3)
+	const kk = 256
+	for _, n := range []int{1, 3, 4, 7, 37, 64} {
+		for _, bias := range []bool{false, true} {
+			w, _ := weights(t, r, dtype.Q4_0, n, kk)
+			p := Alloc(len(w))
+			if err := kernels.ToPlanar(dtype.Q4_0, p, w); err != nil {
+				t.Fatal(err)
+			}
+			x := actBytes(actF16, randFloats(r, kk, 1))
+			bv := f32bytes(randFloats(r, n, 1))
+			out := map[string][]byte{}
+			for name, wb := range map[string][]byte{"gemv_q4_0": w, "gemv_q4_0_planar": p} {
+				y := Alloc(2 * n)
+				bs := binds{"w": wb, "x": x, "y": y}
+				if bias {
+					bs["bias"] = bv
+				}
+				h.run(name, kernels.GEMVParams{N: uint32(n), K: kk}, consts{"has_bias": b2u(bias)}, bs)
+				out[name] = y
+			}
+			if !bytes.Equal(out["gemv_q4_0"], out["gemv_q4_0_planar"]) {
+				t.Errorf("n %d bias %v: the planar GEMV's y differs from the plain one's", n, bias)
+			}
+		}
 	}
 }

@@ -379,42 +379,48 @@ func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, _ int) (devi
 // written into the two planes of the stacked matrix.
 func (b *Backend) derivePlanar(dt dtype.Type, srcs []device.Buffer, size int) (device.Buffer, error) {
 	recipe := kernels.PlanarRecipe(dt)
-	total := 0
+	total, largest := 0, 0
 	for _, s := range srcs {
 		e, ok := b.ref(s)
 		if !ok {
 			return device.Buffer{}, fmt.Errorf("cuda: %s: source buffer %d was not made by this backend", recipe, s.ID())
 		}
-		total += e.size
+		total, largest = total+e.size, max(largest, e.size)
 	}
-	const bs, ss = 18, 2 // Q4_0: the block, its scale (kernels/planar.go)
-	if total != size || size%bs != 0 {
-		return device.Buffer{}, fmt.Errorf("cuda: %s: sources give %d of %d bytes (whole %d-byte blocks)", recipe, total, size, bs)
+	quants, err := kernels.PlanarQuantBytes(dt, size) // where the scale plane starts
+	if err == nil && total != size {
+		err = fmt.Errorf("sources give %d of %d bytes", total, size)
+	}
+	if err != nil {
+		return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
 	}
 	dst, err := b.Alloc(size)
 	if err != nil {
 		return device.Buffer{}, err
 	}
-	nb, at := size/bs, 0 // blocks in all; blocks before this source
+	host, p := make([]byte, largest), make([]byte, largest)
+	atQ, atS := 0, quants // where this source's quants and scales go
 	for _, s := range srcs {
 		e, _ := b.ref(s)
-		host := make([]byte, e.size)
-		p := make([]byte, e.size)
-		if err = b.Read(host, s, 0); err == nil {
-			err = kernels.ToPlanar(dt, p, host)
-		}
-		n := e.size / bs
-		if err == nil {
-			err = b.Write(dst, at*(bs-ss), p[:n*(bs-ss)])
+		h, q := host[:e.size], p[:e.size]
+		var n int // this source's quant bytes
+		if err = b.Read(h, s, 0); err == nil {
+			err = kernels.ToPlanar(dt, q, h)
 		}
 		if err == nil {
-			err = b.Write(dst, nb*(bs-ss)+at*ss, p[n*(bs-ss):])
+			n, err = kernels.PlanarQuantBytes(dt, e.size)
+		}
+		if err == nil {
+			err = b.Write(dst, atQ, q[:n])
+		}
+		if err == nil {
+			err = b.Write(dst, atS, q[n:])
 		}
 		if err != nil {
 			b.Free(dst)
 			return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
 		}
-		at += n
+		atQ, atS = atQ+n, atS+e.size-n
 	}
 	return dst, nil
 }
