@@ -94,18 +94,20 @@ inline float q4_k_dot(device const uchar* row, uint c, thread const float* xs, f
 // amax/127 rounded to F16), for Q4_K and Q6_K per 256 as Q8_K (iscale =
 // 127/amax, q = rne(iscale·x), d = 1/iscale: Q8_K's sign taken from the
 // largest element flips q and d together, and so changes no product). A
-// block's chunks are the lanes of an aligned group of 2 (Q4_0) or 16 (Q4_K,
-// Q6_K), since c0 is the lane plus a multiple of 32 and so is the step;
-// they meet on amax by shuffles. q8_quantize packs a lane's 16 values into four words of
-// signed bytes and returns their sum; a row's chunk is then four dp4a of its
-// nibbles, masked from 32-bit words of its 16 quant bytes (the low
-// nibbles or the high: the same bytes of x either way), Q4_0's −8 and
-// Q4_K's minimum applied once per chunk through Σq. ncu on the 8B shape's
+// block's part of x is spread over the lanes of an aligned group (2 lanes
+// of 16 elements for Q4_0, 8 of 32 for Q4_K, 4 of 64 for Q6_K), since c0
+// is the lane plus a multiple of 32 and so is the step; they meet on amax
+// by shuffles. q8_pack packs a lane's values into words of signed bytes
+// and returns their sum; a row's part is then dp4a of its quants, masked
+// from 32-bit words, Q4_0's −8, Q4_K's minimum and Q6_K's −32 applied
+// through Σq. ncu on the 8B shape's
 // gate|up GEMV: 5.8 executed instructions a weight, against ~7 for the
 // float path (a row's chunk alone is 2–3 a weight by count; the rest is
 // each threadgroup loading, converting and quantizing x). Measured on an H100 (tg128, A/B in one run): Q4_0 0.6B
 // 1310 → 1358, 1B 1339 → 1415, 8B 317 → 343 tok/s; Q4_K the 1B Q4_K_M
-// mix 978 → 988 (ADR 0024). Tried and kept out:
+// mix 978 → 988 (ADR 0024), and with a lane a Q4_K block's 16 quant bytes
+// and a quarter of a Q6_K block (q4_k_pair_i8, q6_k_quad_i8) 1163 → 1261–
+// 1266 (ADR 0026). Tried and kept out:
 // the quants read as four aligned words and a halfword realigned by byte
 // permutes, in place of eight halfword loads (1307, 1395, 340: slower),
 // and eight rows per SIMD group (mixed).
@@ -121,19 +123,18 @@ inline int q8_pack(thread const float* xc, float id, uint n, thread uint* xq) {
     }
     return s;
 }
-template <int T> inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx) {
+// q8_k_scale: Q8_K's factor id for a block whose largest magnitude is
+// amax, and the scale it returns (1/id).
+inline float q8_k_scale(float amax, thread float& id) {
+    id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    return amax != 0.0f ? 1.0f / id : 0.0f;
+}
+inline int q8_quantize(thread const float* xc, thread uint* xq, thread float& dx) {
     float amax = 0.0f;
     for (uint i = 0; i < 16; i++) amax = max(amax, fabs(xc[i]));
-    float id;
-    if (T == W_Q4_0) {
-        amax = max_xor(amax, 1);
-        id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        dx = float(half(amax / 127.0f));
-    } else {
-        for (uint m = 1; m < 16; m *= 2) amax = max_xor(amax, m);
-        id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        dx = amax != 0.0f ? 1.0f / id : 0.0f;
-    }
+    amax = max_xor(amax, 1);
+    float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    dx = float(half(amax / 127.0f));
     return q8_pack(xc, id, 4, xq);
 }
 // nib_dot: the dot product of the 16 nibbles at q (the high ones with hi)
@@ -146,48 +147,72 @@ inline int nib_dot(device const ushort* q, bool hi, thread const uint* xq) {
     }
     return acc;
 }
-// nib_dot16 is nib_dot over 16 quant bytes at a 16-byte-aligned address,
-// read in one load.
-inline int nib_dot16(device const uchar* q, bool hi, thread const uint* xq) {
-    uint4 v = *(device const uint4*)q;
-    uint s = hi ? 4 : 0;
-    int acc = dot4_i8((v.x >> s) & 0x0F0F0F0Fu, xq[0], 0);
-    acc = dot4_i8((v.y >> s) & 0x0F0F0F0Fu, xq[1], acc);
-    acc = dot4_i8((v.z >> s) & 0x0F0F0F0Fu, xq[2], acc);
-    return dot4_i8((v.w >> s) & 0x0F0F0F0Fu, xq[3], acc);
-}
 inline float q4_0_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
     device const uchar* b = row + (c / 2) * 18; // 18·n bytes: 2-aligned
     int acc = nib_dot((device const ushort*)(b + 2), (c & 1) != 0, xq);
     return ld_half(b) * (dx * small_int_float(acc - 8 * xs));
 }
-inline float q4_k_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
-    device const uchar* b = row + (c / 16) * 144;
-    uint cb = c % 16, sub = cb / 2;
-    float sc, mn;
-    scale_min_k4(sub, b + 4, sc, mn);
-    int acc = nib_dot16(b + 16 + 32 * (sub / 2) + 16 * (cb & 1), (sub & 1) != 0, xq); // 144·n: 16-aligned
-    return dx * (ld_half(b) * sc * small_int_float(acc) - ld_half(b + 2) * mn * small_int_float(xs));
+// Q4_K with 8-bit x by quant chunk: lane u of a block (8 a block) takes
+// its 16 quant bytes at 16 + 16u, one aligned load a row, and both their
+// nibbles: the low ones are elements 64(u/2) + 16(u&1) + [0, 16) of
+// sub-block u & ~1, the high ones the same plus 32, of the next sub-block.
+// The block's first 16 bytes (d, dmin and the 12 scale bytes) are one load
+// a row as well, decoded in registers. Against a lane a 16-element chunk (two lanes loading the same quant
+// bytes, and the scales byte by byte), a row's 32 weights cost one quant
+// load instead of two and one header load instead of six. xq holds the two chunks' bytes (low nibbles' x, then high's),
+// xs their two sums.
+inline uint byte_at(uint w, uint i) { return (w >> (8 * i)) & 0xFFu; }
+inline float q4_k_pair_i8(device const uchar* blk, uint u, thread const uint* xq, int xs0, int xs1, float dx) {
+    uint4 hd = *(device const uint4*)blk;              // d, dmin, scales[0..11]: 144·n, 16-aligned
+    uint4 v = *(device const uint4*)(blk + 16 + 16 * u);
+    uint i = (u / 2) * 2 % 4, hiS = u >= 4;             // sub-blocks s0 = u & ~1 and s1 = s0 + 1; i = s0 & 3
+    uint y0 = byte_at(hd.y, i), z0 = byte_at(hd.z, i), w0 = byte_at(hd.w, i);
+    uint y1 = byte_at(hd.y, i + 1), z1 = byte_at(hd.z, i + 1), w1 = byte_at(hd.w, i + 1);
+    uint sc0 = hiS ? (w0 & 0xFu) | ((y0 >> 6) << 4) : y0 & 63u;
+    uint mn0 = hiS ? (w0 >> 4) | ((z0 >> 6) << 4) : z0 & 63u;
+    uint sc1 = hiS ? (w1 & 0xFu) | ((y1 >> 6) << 4) : y1 & 63u;
+    uint mn1 = hiS ? (w1 >> 4) | ((z1 >> 6) << 4) : z1 & 63u;
+    int a0 = dot4_i8(v.x & 0x0F0F0F0Fu, xq[0], 0);
+    a0 = dot4_i8(v.y & 0x0F0F0F0Fu, xq[1], a0);
+    a0 = dot4_i8(v.z & 0x0F0F0F0Fu, xq[2], a0);
+    a0 = dot4_i8(v.w & 0x0F0F0F0Fu, xq[3], a0);
+    int a1 = dot4_i8((v.x >> 4) & 0x0F0F0F0Fu, xq[4], 0);
+    a1 = dot4_i8((v.y >> 4) & 0x0F0F0F0Fu, xq[5], a1);
+    a1 = dot4_i8((v.z >> 4) & 0x0F0F0F0Fu, xq[6], a1);
+    a1 = dot4_i8((v.w >> 4) & 0x0F0F0F0Fu, xq[7], a1);
+    float d = h_lo(hd.x), dmin = h_hi(hd.x);
+    int qd = int(sc0) * a0 + int(sc1) * a1, qm = int(mn0) * xs0 + int(mn1) * xs1;
+    return dx * (d * float(qd) - dmin * float(qm));
 }
-// Q6_K's chunk: its low nibbles (the high ones for g ≥ 2) and its two
-// top bits, assembled four bytes at a time into values 0..63 that dp4a
-// takes as signed; the −32 through Σq, the sub-block's signed scale and d
-// once per chunk. x is Q8_K as for Q4_K (the CPU's dotQ6_KGo).
-inline float q6_k_dot_i8(device const uchar* row, uint c, thread const uint* xq, int xs, float dx) {
-    device const uchar* b = row + (c / 16) * 210;
-    uint cb = c % 16, h = cb / 8, g = (cb % 8) / 2, l0 = 16 * (cb & 1);
-    // blocks are 210·n bytes and these offsets even: 2-aligned
-    device const ushort* ql = (device const ushort*)(b + 64 * h + 32 * (g & 1) + l0);
-    device const ushort* qh = (device const ushort*)(b + 128 + 32 * h + l0);
-    uint sl = (g / 2) * 4, sh = 2 * g;
-    int acc = 0;
+
+// Q6_K with 8-bit x by quarter block: lane v of a block (4 a block) takes
+// quant bytes l0 + [0, 16) (l0 = 16(v&1)) of half h = v/2 and all four
+// 16-element chunks they make: ql's low nibbles at 64h + l0 with qh's bits
+// 0-1 (chunk g = 0), ql's at 64h + 32 + l0 with bits 2-3 (g = 1), the high
+// nibbles of the two with bits 4-5 and 6-7 (g = 2, 3); chunk g is elements
+// 128h + 32g + l0 + [0, 16) with scale 8h + 2g + (v&1). The values 0..63
+// are assembled four bytes at a time, dp4a takes them as signed, the −32
+// goes through Σq. Against a lane a chunk, a row's 64 weights cost 24
+// two-byte loads instead of 64 (blocks of 210 bytes are only 2-aligned).
+// x is Q8_K as for Q4_K (the CPU's dotQ6_KGo); xq holds chunks g = 0..3.
+inline uint ld_w32(device const ushort* q, uint i) { return uint(q[2 * i]) | (uint(q[2 * i + 1]) << 16); }
+inline float q6_k_quad_i8(device const uchar* blk, uint v, thread const uint* xq, thread const int* xs, float dx) {
+    uint h = v / 2, l0 = 16 * (v & 1);
+    device const ushort* qa = (device const ushort*)(blk + 64 * h + l0); // 210·n and even offsets: 2-aligned
+    device const ushort* qb = (device const ushort*)(blk + 64 * h + 32 + l0);
+    device const ushort* qh = (device const ushort*)(blk + 128 + 32 * h + l0);
+    int a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (uint i = 0; i < 4; i++) {
-        uint vl = uint(ql[2 * i]) | (uint(ql[2 * i + 1]) << 16);
-        uint vh = uint(qh[2 * i]) | (uint(qh[2 * i + 1]) << 16);
-        acc = dot4_i8(((vl >> sl) & 0x0F0F0F0Fu) | (((vh >> sh) & 0x03030303u) << 4), xq[i], acc);
+        uint va = ld_w32(qa, i), vb = ld_w32(qb, i), vh = ld_w32(qh, i);
+        a0 = dot4_i8((va & 0x0F0F0F0Fu) | ((vh & 0x03030303u) << 4), xq[i], a0);
+        a1 = dot4_i8((vb & 0x0F0F0F0Fu) | (((vh >> 2) & 0x03030303u) << 4), xq[4 + i], a1);
+        a2 = dot4_i8(((va >> 4) & 0x0F0F0F0Fu) | (((vh >> 4) & 0x03030303u) << 4), xq[8 + i], a2);
+        a3 = dot4_i8(((vb >> 4) & 0x0F0F0F0Fu) | (((vh >> 6) & 0x03030303u) << 4), xq[12 + i], a3);
     }
-    float sc = float(((device const char*)(b + 192))[8 * h + 2 * g + (cb & 1)]);
-    return dx * (ld_half(b + 208) * sc * small_int_float(acc - 32 * xs));
+    device const char* sc = (device const char*)(blk + 192 + 8 * h + (v & 1));
+    int s = int(sc[0]) * (a0 - 32 * xs[0]) + int(sc[2]) * (a1 - 32 * xs[1]) + int(sc[4]) * (a2 - 32 * xs[2]) +
+            int(sc[6]) * (a3 - 32 * xs[3]);
+    return dx * (ld_half(blk + 208) * float(s));
 }
 
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
@@ -205,7 +230,94 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
     ulong rb = row_bytes<T>(k);
     uint nchunks = (k + 15) / 16;
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
-    if ((T == W_Q4_0 || T == W_Q4_K || T == W_Q6_K) && int8_dot) {
+    if (T == W_Q4_K && int8_dot) {
+        // By quant chunk (q4_k_pair_i8): k/32 of them a row, 8 a block; the
+        // 8 lanes of a block (an aligned group, as c0 % 32 is the lane and
+        // the step a multiple of 32) meet on its amax.
+        uint nq = k / 32, lane = c0 % 32;
+        for (uint uw = c0 - lane; uw < nq; uw += step) {
+            uint q = uw + lane, u = q % 8, c = (q / 8) * 16 + (u / 2) * 4 + (u & 1);
+            float xa[16], xb[16];
+            if (q < nq) {
+                load_x16<S>(x, up, c, k, xa);
+                load_x16<S>(x, up, c + 2, k, xb);
+            } else {
+                for (uint i = 0; i < 16; i++) xa[i] = xb[i] = 0.0f;
+            }
+            float amax = 0.0f;
+            for (uint i = 0; i < 16; i++) amax = max(amax, max(fabs(xa[i]), fabs(xb[i])));
+            for (uint m = 1; m < 8; m *= 2) amax = max_xor(amax, m);
+            float id, dx = q8_k_scale(amax, id);
+            uint xq[8];
+            int xs0 = q8_pack(xa, id, 4, xq), xs1 = q8_pack(xb, id, 4, xq + 4);
+            if (q < nq) {
+                for (uint r = 0; r < nr; r++) {
+                    device const uchar* blk = w + (row0 + min(r, nrows - 1)) * rb + (q / 8) * 144;
+                    sums[r] += q4_k_pair_i8(blk, u, xq, xs0, xs1, dx);
+                }
+            }
+        }
+        return;
+    }
+    if (T == W_Q6_K && int8_dot) {
+        // By quarter block (q6_k_quad_i8): k/64 of them a row, 4 a block,
+        // whose lanes (an aligned group) meet on its amax.
+        uint nq = k / 64, lane = c0 % 32;
+        for (uint uw = c0 - lane; uw < nq; uw += step) {
+            uint q = uw + lane, v = q % 4, c = (q / 4) * 16 + 8 * (v / 2) + (v & 1);
+            uint xq[16];
+            int xs[4];
+            float dx;
+            if (vec_x && !S) {
+                // x stays in halves (32 registers, not 64) until packed; the
+                // largest magnitude is the largest of the halves' bits less
+                // the sign, as half to float keeps order.
+                uint xh[32], mb = 0;
+                for (uint j = 0; j < 8; j++) {
+                    uint4 a;
+                    if (q < nq) {
+                        a = ((device const uint4*)(x + 16 * (c + 2 * (j / 2))))[j % 2];
+                    } else {
+                        a.x = a.y = a.z = a.w = 0;
+                    }
+                    xh[4 * j] = a.x; xh[4 * j + 1] = a.y; xh[4 * j + 2] = a.z; xh[4 * j + 3] = a.w;
+                }
+                for (uint j = 0; j < 32; j++) mb = max(mb, max(xh[j] & 0x7FFFu, (xh[j] >> 16) & 0x7FFFu));
+                float id;
+                dx = q8_k_scale(max_xor(max_xor(h_lo(mb), 1), 2), id);
+                for (uint g = 0; g < 4; g++) {
+                    float xc[16];
+                    for (uint j = 0; j < 8; j++) {
+                        xc[2 * j] = h_lo(xh[8 * g + j]);
+                        xc[2 * j + 1] = h_hi(xh[8 * g + j]);
+                    }
+                    xs[g] = q8_pack(xc, id, 4, xq + 4 * g);
+                }
+            } else {
+                float xc[64];
+                for (uint g = 0; g < 4; g++) {
+                    if (q < nq) {
+                        load_x16<S>(x, up, c + 2 * g, k, xc + 16 * g);
+                    } else {
+                        for (uint i = 0; i < 16; i++) xc[16 * g + i] = 0.0f;
+                    }
+                }
+                float amax = 0.0f;
+                for (uint i = 0; i < 64; i++) amax = max(amax, fabs(xc[i]));
+                float id;
+                dx = q8_k_scale(max_xor(max_xor(amax, 1), 2), id);
+                for (uint g = 0; g < 4; g++) xs[g] = q8_pack(xc + 16 * g, id, 4, xq + 4 * g);
+            }
+            if (q < nq) {
+                for (uint r = 0; r < nr; r++) {
+                    device const uchar* blk = w + (row0 + min(r, nrows - 1)) * rb + (q / 4) * 210;
+                    sums[r] += q6_k_quad_i8(blk, v, xq, xs, dx);
+                }
+            }
+        }
+        return;
+    }
+    if (T == W_Q4_0 && int8_dot) {
         // Every lane of the SIMD group runs this loop as often as the
         // others (the shuffles in q8_quantize need every lane of a block);
         // a lane past the last chunk quantizes zeros and reads nothing.
@@ -220,13 +332,11 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
             }
             uint xq[4];
             float dx;
-            int xs = q8_quantize<T>(xc, xq, dx);
+            int xs = q8_quantize(xc, xq, dx);
             if (c < nchunks) {
                 for (uint r = 0; r < nr; r++) {
                     device const uchar* row = w + (row0 + min(r, nrows - 1)) * rb;
-                    sums[r] += T == W_Q4_0   ? q4_0_dot_i8(row, c, xq, xs, dx)
-                               : T == W_Q4_K ? q4_k_dot_i8(row, c, xq, xs, dx)
-                                             : q6_k_dot_i8(row, c, xq, xs, dx);
+                    sums[r] += q4_0_dot_i8(row, c, xq, xs, dx);
                 }
             }
         }
