@@ -143,16 +143,19 @@ type gemvShape struct{ NR, NSG, NR8 int }
 // Ours, following the split llama.cpp's Metal GEMVs use; unmeasured on
 // akunu's kernels.
 //
-// NR8: with 8-bit x (CUDA), a lane quantizes its chunk of x once for all
-// its rows and a row's chunk is four dp4a and no dequantized weights, so
-// the K-quants take more rows: measured on an H100 (Llama-3.2-1B Q4_K_M
-// mix, tg128, A/B in one run: docs/cuda.md), Q6_K at 2 rows 1063 → 1080
-// tok/s, and Q4_K at 4 as well 1112; Q6_K at 4 rows was slower than at 2
-// (1094–1096 against 1111).
+// NR8: with 8-bit x (CUDA), a lane quantizes its part of x once for all
+// its rows and a row's part is dp4a and no dequantized weights, so the
+// K-quants take more rows: measured on an H100 (Llama-3.2-1B Q4_K_M mix,
+// tg128, A/B in one run: docs/cuda.md). With a lane a 16-element chunk,
+// Q6_K at 2 rows 1063 → 1080 tok/s, Q4_K at 4 as well 1112, Q6_K at 4
+// slower than at 2 (1094–1096 against 1111). With a lane a Q4_K block's
+// 16 quant bytes and a quarter of a Q6_K block (gemv_rows.h): Q4_K at 2
+// rows 1175–1179, at 4 1257–1261, at 8 1261–1262 (kept at 4); Q6_K at 1
+// 1204, at 2 1257–1261, at 4 1268–1271.
 var gemvShapes = map[dtype.Type]gemvShape{
 	dtype.F32: {4, 2, 0}, dtype.F16: {4, 2, 0}, dtype.BF16: {4, 2, 0},
 	dtype.Q4_0: {4, 2, 0}, dtype.Q4_1: {4, 2, 0}, dtype.Q5_0: {4, 2, 0}, dtype.Q5_1: {4, 2, 0}, dtype.Q8_0: {4, 2, 0},
-	dtype.Q4_K: {2, 2, 4}, dtype.Q5_K: {2, 2, 0}, dtype.Q6_K: {1, 2, 2},
+	dtype.Q4_K: {2, 2, 4}, dtype.Q5_K: {2, 2, 0}, dtype.Q6_K: {1, 2, 4},
 	dtype.Q2_K: {2, 2, 0}, dtype.Q3_K: {2, 2, 0}, dtype.IQ4_NL: {4, 2, 0}, dtype.IQ4_XS: {2, 2, 0},
 }
 

@@ -297,10 +297,10 @@ func TestInt8GEMVTakesTheEightBitRows(t *testing.T) {
 		{"gemv_q4_k_l", 16384, nv, 4, 4096},
 		{"gemv_q4_k_l", 2048, nv, 2, 1024}, // 512 threadgroups at 4: halved to the floor
 		{"gemv_q6_k_l", 2048, chips.Tuning{}, 1, 2048},
-		{"gemv_q6_k_l", 2048, nv, 2, 1024},
+		{"gemv_q6_k_l", 2048, nv, 2, 1024}, // 512 threadgroups at 4: halved to the floor
 		{"gemv_wide_q6_k", 128256, chips.Tuning{}, 1, 16032},
-		{"gemv_wide_q6_k", 128256, nv, 2, 8016},
-		{"gemv_q6_k", 1024, nv, 2, 256},
+		{"gemv_wide_q6_k", 128256, nv, 4, 4008},
+		{"gemv_q6_k", 1024, nv, 4, 128},
 		{"gemv_q4_0_l", 16384, nv, 4, 4096}, // Q4_0's rows either way
 		{"gemv_q8_0", 1024, nv, 4, 128},     // no 8-bit rows
 		{"gemv_id_q6_k", 1024, nv, 1, 512},  // measured on the dense GEMVs only
