@@ -152,15 +152,16 @@ inline float q4_0_dot_i8(device const uchar* row, uint c, thread const uint* xq,
     int acc = nib_dot((device const ushort*)(b + 2), (c & 1) != 0, xq);
     return ld_half(b) * (dx * small_int_float(acc - 8 * xs));
 }
-// Q4_K with 8-bit x by quant chunk: lane u of a block (8 a block) takes
+// Q4_K with 8-bit x by quant run: lane u of a block (8 a block) takes
 // its 16 quant bytes at 16 + 16u, one aligned load a row, and both their
 // nibbles: the low ones are elements 64(u/2) + 16(u&1) + [0, 16) of
 // sub-block u & ~1, the high ones the same plus 32, of the next sub-block.
 // The block's first 16 bytes (d, dmin and the 12 scale bytes) are one load
-// a row as well, decoded in registers. Against a lane a 16-element chunk (two lanes loading the same quant
-// bytes, and the scales byte by byte), a row's 32 weights cost one quant
-// load instead of two and one header load instead of six. xq holds the two chunks' bytes (low nibbles' x, then high's),
-// xs their two sums.
+// a row as well, decoded in registers. Against a lane a 16-element chunk
+// (two lanes loading the same quant bytes, and the scales byte by byte), a
+// row's 32 weights cost one quant load instead of two and one header load
+// instead of six. xq holds the two chunks' bytes (the low nibbles' x, then
+// the high ones'), xs0 and xs1 their sums.
 inline uint byte_at(uint w, uint i) { return (w >> (8 * i)) & 0xFFu; }
 inline float q4_k_pair_i8(device const uchar* blk, uint u, thread const uint* xq, int xs0, int xs1, float dx) {
     uint4 hd = *(device const uint4*)blk;              // d, dmin, scales[0..11]: 144·n, 16-aligned
