@@ -229,7 +229,7 @@ var rules = []Rule{
 		"ours: no minimum where gemv_min_groups asks for no halving"),
 
 	rule("int8_gemv", isNVIDIA, true,
-		"measured on an H100 (docs/cuda.md): with Q6_K dotted on 8-bit x, the Llama-3.2-1B Q4_K_M mix decoded 1063 tok/s at the float path's rows (Q4_K 2, Q6_K 1 a SIMD group), 1080 with Q6_K at 2 and 1112 with Q4_K at 4 as well"),
+		"measured on an H100 (docs/cuda.md): with Q6_K dotted on 8-bit x, the Llama-3.2-1B Q4_K_M mix decoded 1063 tok/s at the float path's rows (Q4_K 2, Q6_K 1 a SIMD group), 1080 with Q6_K at 2 and 1112 with Q4_K at 4 as well; with a lane a whole quant run (ADR 0026), Q6_K at 4 rows 1257–1261 → 1268–1271"),
 	rule("int8_gemv", always, false,
 		"ours: Apple GPUs have no 8-bit dot instruction, so their GEMVs stay in float (kernels/gpu/prelude_metal.h) with the float path's rows"),
 
