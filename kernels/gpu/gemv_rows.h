@@ -232,7 +232,7 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
     uint nchunks = (k + 15) / 16;
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
     if (T == W_Q4_K && int8_dot) {
-        // By quant chunk (q4_k_pair_i8): k/32 of them a row, 8 a block; the
+        // By quant run (q4_k_pair_i8): k/32 of them a row, 8 a block; the
         // 8 lanes of a block (an aligned group, as c0 % 32 is the lane and
         // the step a multiple of 32) meet on its amax.
         uint nq = k / 32, lane = c0 % 32;
