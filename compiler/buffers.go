@@ -216,7 +216,7 @@ func (sp *scratchPlan) allocate(g *Graph, rows, outRows int) ([]storage, error) 
 				off += nd.Sizes[k]
 			}
 		case *MatMul:
-			if nd.Concat {
+			if nd.Concat && !nd.GLU { // a GLU's one output is its own value
 				width[b.Out[0]] = nd.N()
 				off := 0
 				for k, v := range b.Out {

@@ -114,11 +114,11 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu) and reads Q4_0 planar (tuning.repack)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack) and gates gate|up in its GEMV (glu_fold)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
 		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
-			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar", "silu_gate_f16", "gemv_q4_0_planar"}
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 		}
@@ -142,6 +142,9 @@ func TestLlama8BDecodeForm(t *testing.T) {
 		for _, b := range h.Buffers {
 			if b.Name == "L1.attn.qkv.planar" && (b.Recipe != "repack:q4_0_planar" || len(b.Sources) != 3) {
 				t.Errorf("%s: recipe %q from %d sources, want repack:q4_0_planar from Q, K and V", b.Name, b.Recipe, len(b.Sources))
+			}
+			if b.Name == "L1.ffn.gate_up.planar" && (b.Recipe != "repack:q4_0_planar_pairs" || len(b.Sources) != 2) {
+				t.Errorf("%s: recipe %q from %d sources, want repack:q4_0_planar_pairs from gate and up", b.Name, b.Recipe, len(b.Sources))
 			}
 		}
 	})

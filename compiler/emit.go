@@ -361,7 +361,7 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 	out := n.Out[0]
 	rows := e.p.rowsOf(out)
 	y := e.act(out)
-	if n.Concat { // the whole stacked row, not just its first part
+	if n.Concat && !n.GLU { // the whole stacked row, not just its first part
 		b := uint64(s.act.BlockBytes())
 		y.len = uint64((rows-1)*e.st[out].stride+n.N()) * b
 	}

@@ -426,6 +426,20 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 		}
 		return []Node{&Elementwise{Base: Base{Layer: mul.Layer, Label: ruleLabel(m, mul.Layer, mul.Label), In: []ValueID{m.vars["g"], m.vars["u"]}, Out: clone(mul.Out)}, Op: op}}
 	},
+	"matmul_glu": func(c *fuseCtx, m *match) []Node {
+		gate := c.node(m.root).(*Elementwise)
+		mm := *c.node(m.nodes[1]).(*MatMul)
+		g, u := gate.In[0], gate.In[1]
+		if !mm.Concat || mm.GLU || mm.SiLU || len(mm.Weights) != 2 || len(mm.Out) != 2 || mm.Out[0] != g || mm.Out[1] != u ||
+			len(c.ix.uses[g]) != 1 || len(c.ix.uses[u]) != 1 || c.s == nil || c.s.planarOf(&mm) == "" {
+			return nil
+		}
+		if _, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: c.dtypeOf(mm.Weights[0]), Variant: kernels.Planar | kernels.GLU, Act: c.s.act}); err != nil {
+			return nil
+		}
+		mm.GLU, mm.Out, mm.fired = true, clone(gate.Out), 0
+		return []Node{&mm}
+	},
 	"concat": func(c *fuseCtx, m *match) []Node {
 		ms := argMatmuls(c, m)
 		if !sameWeights(c, ms) {

@@ -129,6 +129,10 @@ type MatMul struct {
 	K       int
 	Concat  bool
 	SiLU    bool
+	// GLU: a concat of a gate and an up weight whose product is gated:
+	// Out = [silu(gate)·up], N()/2 wide (the glu_fold rule; the GEMV reads
+	// the two weights' rows interleaved).
+	GLU bool
 }
 
 // N is the total output rows.
@@ -298,8 +302,11 @@ func (n *Norm) Kind() string {
 	return k
 }
 func (n *MatMul) Kind() string {
-	if n.SiLU {
+	switch {
+	case n.SiLU:
 		return "matmul_silu"
+	case n.GLU:
+		return "matmul_glu"
 	}
 	return "matmul"
 }
@@ -307,7 +314,7 @@ func (n *MatMul) Kind() string {
 // nodeKinds are the kinds a rule may name.
 var nodeKinds = []string{
 	"embedding", "rmsnorm", "layernorm", "residual_rmsnorm", "residual_layernorm", "head_rmsnorm",
-	"matmul", "matmul_silu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
+	"matmul", "matmul_silu", "matmul_glu", EwAdd, EwMul, EwScale, EwSiLU, EwGELU, EwSoftcap, EwBiasAdd, EwSiLUGate, EwGELUGate,
 	"rope", "rope_kv_write", "attention", "split", "route", "matmul_id", "moe_sum", TailGather, TailToHost, TailSample, TailArgmax, TailPool,
 }
 

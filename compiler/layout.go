@@ -167,6 +167,9 @@ func (s *state) planarOf(mm *MatMul) string {
 	if bs := t.Type.BlockSize(); bs == 0 || mm.K%int(bs) != 0 {
 		return ""
 	}
+	if mm.GLU { // its gate and up rows interleaved
+		return kernels.PlanarPairsRecipe(t.Type)
+	}
 	return r
 }
 

@@ -141,7 +141,11 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		}
 		if rows == 1 {
 			if _, ok := s.planar(n); ok {
-				k, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: kernels.Planar, Act: s.act})
+				v := kernels.Planar
+				if n.GLU {
+					v |= kernels.GLU
+				}
+				k, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: v, Act: s.act})
 				if err != nil {
 					return nil, fmt.Errorf("%s: %v has no planar GEMV kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
 				}

@@ -256,7 +256,14 @@ func gemvRule(r *rule) {
 	r.need("x", mul(k, es), "k elements")
 	r.need("gate", mul(k, es), "k elements")
 	r.need("up", mul(k, es), "k elements")
-	r.need("y", mul(n, es), "n elements")
+	if r.k.Variant&GLU != 0 { // y is the gate of each pair of rows
+		if n%2 != 0 {
+			r.fail("n %d is not pairs of gate and up rows", n)
+		}
+		r.need("y", mul(n/2, es), "n/2 elements")
+	} else {
+		r.need("y", mul(n, es), "n elements")
+	}
 	r.need("bias", mul(n, 4), "n biases")
 }
 

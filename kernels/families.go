@@ -147,6 +147,17 @@ func RepackRecipe(dt dtype.Type) string {
 // GEMVs' (F16 activations); the recipe repack:<dtype>_planar builds it.
 var planarTypes = []dtype.Type{dtype.Q4_0}
 
+// PlanarPairsRecipe is the recipe of the planar layout of two stacked
+// weights (gate, up) whose rows are interleaved, gate row i then up row i
+// ("repack:q4_0_planar_pairs"; the _glu GEMVs read it), "" for a type
+// without one.
+func PlanarPairsRecipe(dt dtype.Type) string {
+	if r := PlanarRecipe(dt); r != "" {
+		return r + "_pairs"
+	}
+	return ""
+}
+
 // PlanarRecipe is the derived-buffer recipe of dt's planar layout
 // ("repack:q4_0_planar"), "" for a type without one.
 func PlanarRecipe(dt dtype.Type) string {
@@ -168,8 +179,11 @@ var families = []*family{
 	{
 		op: OpGEMV, params: GEMVParams{},
 		summary: func(s Spec) string {
-			if s.Variant&SiLU != 0 {
+			switch {
+			case s.Variant&SiLU != 0:
 				return "y = W·(silu(gate)·up) (+ bias): the down projection with the SiLU gate fused"
+			case s.Variant&GLU != 0:
+				return "y[i] = silu(W[2i]·x)·(W[2i+1]·x) (+ bias): the gate|up projection with the SiLU gate applied, W's gate and up rows in turn"
 			}
 			return "y = W·x (+ bias), one token"
 		},
@@ -187,8 +201,12 @@ var families = []*family{
 			if s.Variant&Planar != 0 {
 				w = docWeightPlanar
 			}
+			y := "y [N]"
+			if s.Variant&GLU != 0 {
+				y = "y [N/2]: silu(gate)·up, each rounded to the activation type first"
+			}
 			return append(append([]Binding{in("w", RoleWeight, w)}, x...),
-				out("y", RoleActivation, "y [N]"),
+				out("y", RoleActivation, y),
 				when(in("bias", RoleWeight, docBias), "has_bias"))
 		},
 		constants: func(Spec) []Constant {
@@ -213,7 +231,7 @@ var families = []*family{
 			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
 			out = append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
-			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar)...)
+			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar, Planar|GLU)...)
 			return append(out, typed(OpGEMV, f32Only, repacked, X16, X16|SiLU)...)
 		},
 	},

@@ -75,3 +75,18 @@ func PlanarRow(dt dtype.Type, dst, p []byte, n, r, k int) error {
 	}
 	return nil
 }
+
+// InterleaveRows writes the rows of a and b (rows of rb bytes, as many in
+// each) into dst in turn: a's row 0, b's row 0, a's row 1, ... The
+// repack:<dtype>_planar_pairs recipe interleaves a gate and an up weight
+// so, then takes them to the planar layout.
+func InterleaveRows(dst, a, b []byte, rb int) error {
+	if rb <= 0 || len(a)%rb != 0 || len(b) != len(a) || len(dst) != 2*len(a) {
+		return fmt.Errorf("kernels: interleaving %d and %d bytes of %d-byte rows into %d", len(a), len(b), rb, len(dst))
+	}
+	for i := range len(a) / rb {
+		copy(dst[2*i*rb:], a[i*rb:(i+1)*rb])
+		copy(dst[(2*i+1)*rb:], b[i*rb:(i+1)*rb])
+	}
+	return nil
+}

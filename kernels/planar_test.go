@@ -57,3 +57,17 @@ func TestPlanarQuantBytesIsWhereTheScalesStart(t *testing.T) {
 		t.Error("Q8_0 has no planar layout, yet PlanarQuantBytes took it")
 	}
 }
+
+func TestInterleaveRowsTakesTheRowsInTurn(t *testing.T) {
+	a, b := []byte{1, 2, 3, 4}, []byte{5, 6, 7, 8}
+	dst := make([]byte, 8)
+	if err := kernels.InterleaveRows(dst, a, b, 2); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(dst, []byte{1, 2, 5, 6, 3, 4, 7, 8}) {
+		t.Errorf("got %v", dst)
+	}
+	if err := kernels.InterleaveRows(dst, a, b[:2], 2); err == nil {
+		t.Error("sources of two sizes were interleaved")
+	}
+}

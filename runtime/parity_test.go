@@ -326,3 +326,31 @@ func TestRepackedParityWithLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// NVIDIA plans gate the gate|up GEMV in its own epilogue (glu_fold: the
+// gate and up rows interleaved in the planar layout, no silu_gate command);
+// replayed on the CPU (its twin gives the unfused bits) they hold to
+// llama.cpp as a GPU plan does (cudaLlamaTol).
+func TestGLUPlansParityWithLlamaCpp(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch+" q4_0 h100-sxm matches llama.cpp", func(t *testing.T) {
+			model := synthModel(t, arch, dtype.Q4_0)
+			plan := compile(t, model, "h100-sxm")
+			p, err := plans.ReadFile(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			glu := 0
+			for _, c := range p.Program("decode").Commands {
+				if strings.HasSuffix(p.Pipelines[c.Pipeline].Kernel, "_planar_glu") {
+					glu++
+				}
+			}
+			if glu == 0 {
+				t.Fatal("the plan gates no gate|up GEMV")
+			}
+			steps, d := parity(t, plan, model, "Hello world, this is a test", 32, cudaLlamaTol(dtype.Q4_0))
+			t.Logf("%s: %d _glu GEMVs a step: %d steps, max |Δ|/max|logit| = %.2g", arch, glu, steps, d)
+		})
+	}
+}

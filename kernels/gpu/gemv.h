@@ -174,16 +174,21 @@ inline float q4_0_planar_dot(uint4 q, float d, thread const uint* xq, int xs, fl
     return d * (dx * small_int_float(acc - 8 * xs));
 }
 
-template <int T>
-inline void gemv_planar(device const uchar* w,
-                        device const half* x,
-                        device half* y,
-                        device const float* bias,
-                        constant GEMVParams& p,
-                        threadgroup float* tgmem,
-                        uint3 tgpig,
-                        uint sg,
-                        uint lane) {
+// G (the _glu form): W's rows are gate and up in turn (the
+// repack:<dtype>_planar_pairs layout), and the row group's lanes 2i and
+// 2i + 1 meet by a shuffle: y[row/2] = silu(gate)·up, each rounded to the
+// activation type first, as the gate|up GEMV and silu_gate would store
+// them. nr is even and so is N, so a pair never straddles two groups.
+template <int T, bool G>
+inline void gemv_planar_body(device const uchar* w,
+                             device const half* x,
+                             device half* y,
+                             device const float* bias,
+                             constant GEMVParams& p,
+                             threadgroup float* tgmem,
+                             uint3 tgpig,
+                             uint sg,
+                             uint lane) {
     uint nb = p.k / 32, kt = 128 / nsg, t = 32 * sg + lane;
     uint kl = t % kt, row0 = (tgpig.x * nsg + t / kt) * nr;
     uint nrows = row0 < p.n ? min(nr, p.n - row0) : 0;
@@ -216,11 +221,49 @@ inline void gemv_planar(device const uchar* w,
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint per = kt / 32; // SIMD groups a row group spans
+    if (G) {
+        if (sg % per == 0) { // the whole SIMD group, for the shuffle
+            float s = 0.0f;
+            if (lane < nrows) {
+                for (uint g = 0; g < per; g++) s += tgmem[(sg + g) * nr + lane];
+                s = float(half(has_bias ? s + bias[row0 + lane] : s));
+            }
+            float u = shfl_xor(s, 1);
+            if (lane < nrows && (lane & 1) == 0) y[(row0 + lane) / 2] = half(silu(s) * u);
+        }
+        return;
+    }
     if (sg % per == 0 && lane < nrows) {
         float s = 0.0f;
         for (uint g = 0; g < per; g++) s += tgmem[(sg + g) * nr + lane];
         y[row0 + lane] = half(has_bias ? s + bias[row0 + lane] : s);
     }
+}
+
+template <int T>
+inline void gemv_planar(device const uchar* w,
+                        device const half* x,
+                        device half* y,
+                        device const float* bias,
+                        constant GEMVParams& p,
+                        threadgroup float* tgmem,
+                        uint3 tgpig,
+                        uint sg,
+                        uint lane) {
+    gemv_planar_body<T, false>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_glu(device const uchar* w,
+                            device const half* x,
+                            device half* y,
+                            device const float* bias,
+                            constant GEMVParams& p,
+                            threadgroup float* tgmem,
+                            uint3 tgpig,
+                            uint sg,
+                            uint lane) {
+    gemv_planar_body<T, true>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
 // The wide shape runs the standard code with nsg = 8; a function of its
@@ -295,3 +338,4 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_q6_k_l = gemv_l<W_Q6_K>
 //! entry gemv_q6_k_l_silu = gemv_l_silu<W_Q6_K>
 //! entry gemv_q4_0_planar = gemv_planar<W_Q4_0>
+//! entry gemv_q4_0_planar_glu = gemv_planar_glu<W_Q4_0>

@@ -108,8 +108,9 @@ inline uint simd_shuffle_down(uint v, ushort d) { return __shfl_down_sync(0xffff
 // (dp4a), so the Q4_0, Q4_K and Q6_K GEMVs quantize x to 8 bits and dot their quants with it
 // (gemv_rows.h has the measured gain); Apple GPUs have no such
 // instruction (prelude_metal.h), so there the GEMV stays in float. dot4_i8(a, b, c) is
-// c plus the dot product of a's and b's four signed bytes; max_xor(v, m)
-// the larger of v and v of the lane whose index is this one's XOR m
+// c plus the dot product of a's and b's four signed bytes; shfl_xor(v, m)
+// v of the lane whose index is this one's XOR m, max_xor(v, m) the larger
+// of that and v
 // (every lane of the SIMD group calls it); mul_rn a product rounded on its own, never
 // fused into an add (quantizing x rounds the product first, as the CPU
 // does); pack_low_bytes the low bytes of a, b, c and d, in that order from
@@ -121,7 +122,8 @@ inline int dot4_i8(uint a, uint b, int c) {
     asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
     return r;
 }
-inline float max_xor(float v, uint m) { return max(v, __shfl_xor_sync(0xffffffffu, v, m)); }
+inline float shfl_xor(float v, uint m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+inline float max_xor(float v, uint m) { return max(v, shfl_xor(v, m)); }
 inline float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
     uint ab, cd, r;

@@ -35,7 +35,8 @@ inline int dot4_i8(uint a, uint b, int c) {
     char4 x = as_type<char4>(a), y = as_type<char4>(b);
     return c + int(x.x) * int(y.x) + int(x.y) * int(y.y) + int(x.z) * int(y.z) + int(x.w) * int(y.w);
 }
-inline float max_xor(float v, uint m) { return max(v, simd_shuffle_xor(v, ushort(m))); }
+inline float shfl_xor(float v, uint m) { return simd_shuffle_xor(v, ushort(m)); }
+inline float max_xor(float v, uint m) { return max(v, shfl_xor(v, m)); }
 inline float mul_rn(float a, float b) { return a * b; }
 inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
     return (a & 0xFFu) | ((b & 0xFFu) << 8) | ((c & 0xFFu) << 16) | (d << 24);

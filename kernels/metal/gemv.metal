@@ -270,6 +270,18 @@ kernel void gemv_q4_0_planar(device const uchar* w [[buffer(0)]],
     gemv_planar<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+kernel void gemv_q4_0_planar_glu(device const uchar* w [[buffer(0)]],
+                                 device const half* x [[buffer(1)]],
+                                 device half* y [[buffer(2)]],
+                                 device const float* bias [[buffer(3)]],
+                                 constant GEMVParams& p [[buffer(4)]],
+                                 threadgroup float* tgmem [[threadgroup(0)]],
+                                 uint3 tgpig [[threadgroup_position_in_grid]],
+                                 uint sg [[simdgroup_index_in_threadgroup]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_glu<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
 kernel void gemv_q4_0_silu(device const uchar* w [[buffer(0)]],
                            device const half* gate [[buffer(1)]],
                            device const half* up [[buffer(2)]],

@@ -131,6 +131,21 @@ func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int
 			return device.Buffer{}, err
 		}
 		return b.add(data), nil
+	case kernels.PlanarPairsRecipe(dtype.Q4_0):
+		dt := dtype.Q4_0
+		if len(srcs) != 2 || rowElems <= 0 || rowElems%int(dt.BlockSize()) != 0 {
+			return device.Buffer{}, fmt.Errorf("cpu: %s: %d sources of %d-element rows: want a gate and an up weight: %w", recipe, len(srcs), rowElems, ErrUnsupported)
+		}
+		a, b2 := b.bytes(srcs[0]), b.bytes(srcs[1])
+		rows, data := Alloc(size), Alloc(size)
+		err := kernels.InterleaveRows(rows, a, b2, rowElems/int(dt.BlockSize())*int(dt.BlockBytes()))
+		if err == nil {
+			err = kernels.ToPlanar(dt, data, rows)
+		}
+		if err != nil {
+			return device.Buffer{}, fmt.Errorf("cpu: %s: %w", recipe, err)
+		}
+		return b.add(data), nil
 	case kernels.PlanarRecipe(dtype.Q4_0):
 		stacked, err := b.stack(recipe, srcs, size)
 		if err != nil {

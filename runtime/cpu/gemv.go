@@ -28,6 +28,11 @@ type gemv struct {
 	// planar: W in the planar layout (the _planar forms, GPU plans'):
 	// each row is put back in the file's layout before its dot product.
 	planar bool
+	// glu (the _glu forms): W's rows are gate and up in turn; each row's
+	// result, rounded to the activation type, goes to gu (gates, then
+	// ups), and y is their SiLU gate, as silu_gate computes it.
+	glu bool
+	gu  []float32
 
 	// per run, for do
 	e  *Exec
@@ -41,7 +46,7 @@ type gemv struct {
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
-		x16: x16For(k), planar: k.Variant&kernels.Planar != 0}
+		x16: x16For(k), planar: k.Variant&kernels.Planar != 0, glu: k.Variant&kernels.GLU != 0}
 	g.y = 2
 	if g.silu {
 		g.y = 3
@@ -60,8 +65,18 @@ func (g *gemv) prepare(e *Exec) error {
 	if len(e.buf(0)) < n*g.wt.rowBytes(k) {
 		return fmt.Errorf("W holds %d bytes, %d×%d %v need %d: %w", len(e.buf(0)), n, k, g.wt.dt, n*g.wt.rowBytes(k), ErrUnsupported)
 	}
-	if len(e.buf(g.y)) < n*g.act.size() {
-		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), n, n*g.act.size(), ErrUnsupported)
+	ny := n
+	if g.glu {
+		if n%2 != 0 {
+			return fmt.Errorf("a gate|up GEMV of %d rows: not pairs: %w", n, ErrUnsupported)
+		}
+		ny = n / 2
+		if len(g.gu) < n {
+			g.gu = make([]float32, n)
+		}
+	}
+	if len(e.buf(g.y)) < ny*g.act.size() {
+		return fmt.Errorf("y holds %d bytes, %d rows need %d: %w", len(e.buf(g.y)), ny, ny*g.act.size(), ErrUnsupported)
 	}
 	if err := checkX16(e.Kernel, g.x16, g.act, n); err != nil {
 		return err
@@ -150,6 +165,11 @@ func (g *gemv) run(e *Exec) {
 	// one-row remainder.
 	grain := (e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))) + 3) &^ 3
 	e.b.pool.run(g, n, grain, g.rb)
+	if g.glu { // silu_gate's arithmetic, on the whole row as it does
+		gate, up := g.gu[:n/2], g.gu[n/2:n]
+		siluMul(gate, up)
+		g.act.store(g.yb, 0, gate)
+	}
 }
 
 func (g *gemv) do(wk, i0, i1 int) {
@@ -230,6 +250,13 @@ func addBias(y, b []float32) {
 func (g *gemv) set(r int, v float32) {
 	if g.bias {
 		v += g.bb[r]
+	}
+	if g.glu { // gate row r/2 or up row r/2, as the gate|up GEMV would store it
+		if g.act == actF16 {
+			v = h2f(f2h(v))
+		}
+		g.gu[r/2+(r&1)*(int(g.p.N)/2)] = v
+		return
 	}
 	g.act.set(g.yb, r, v)
 }

@@ -76,7 +76,7 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	h := newHarness(t, 3)
 	for _, k := range kernels.All() {
-		if k.Op != kernels.OpGEMV {
+		if k.Op != kernels.OpGEMV || k.Variant&kernels.GLU != 0 { // _glu: TestPlanarGLUGivesTheUnfusedBits
 			continue
 		}
 		for _, bias := range []bool{false, true} {
@@ -278,6 +278,50 @@ func TestPlanarGEMVGivesThePlainGEMVsBits(t *testing.T) {
 			}
 			if !bytes.Equal(out["gemv_q4_0"], out["gemv_q4_0_planar"]) {
 				t.Errorf("n %d bias %v: the planar GEMV's y differs from the plain one's", n, bias)
+			}
+		}
+	}
+}
+
+// The _glu planar GEMV over interleaved gate and up rows gives the bits of
+// the gate|up GEMV followed by silu_gate's arithmetic.
+func TestPlanarGLUGivesTheUnfusedBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	h := newHarness(t, 3)
+	const kk = 512
+	for _, n := range []int{1, 2, 5, 37, 64} {
+		for _, bias := range []bool{false, true} {
+			w, _ := weights(t, r, dtype.Q4_0, 2*n, kk) // gate rows, then up rows
+			rb := len(w) / (2 * n)
+			pairs, p := Alloc(len(w)), Alloc(len(w))
+			if err := kernels.InterleaveRows(pairs, w[:n*rb], w[n*rb:], rb); err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.ToPlanar(dtype.Q4_0, p, pairs); err != nil {
+				t.Fatal(err)
+			}
+			x := actBytes(actF16, randFloats(r, kk, 1))
+			bv := randFloats(r, 2*n, 1) // the gate's biases, then the up's
+			bp := make([]float32, 2*n)  // in the interleaved rows' order
+			for i := range n {
+				bp[2*i], bp[2*i+1] = bv[i], bv[n+i]
+			}
+			y2, y := Alloc(2*2*n), Alloc(2*n)
+			bs := binds{"w": w, "x": x, "y": y2}
+			bsg := binds{"w": p, "x": x, "y": y}
+			if bias {
+				bs["bias"], bsg["bias"] = f32bytes(bv), f32bytes(bp)
+			}
+			h.run("gemv_q4_0", kernels.GEMVParams{N: uint32(2 * n), K: kk}, consts{"has_bias": b2u(bias)}, bs)
+			h.run("gemv_q4_0_planar_glu", kernels.GEMVParams{N: uint32(2 * n), K: kk}, consts{"has_bias": b2u(bias)}, bsg)
+			gate, up := make([]float32, n), make([]float32, n)
+			actF16.load(gate, y2, 0, n)
+			actF16.load(up, y2, n, n)
+			siluMul(gate, up)
+			want := Alloc(2 * n)
+			actF16.store(want, 0, gate)
+			if !bytes.Equal(y, want) {
+				t.Errorf("n %d bias %v: the _glu GEMV's y differs from the gate|up GEMV's and silu_gate's", n, bias)
 			}
 		}
 	}

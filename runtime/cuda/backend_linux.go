@@ -339,9 +339,12 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 // repack:q4_0_planar (the sources stacked and split into the planar
 // layout the planar GEMVs read: kernels.ToPlanar, a source at a time
 // through host memory); the CPU backend's x16 layouts are its own.
-func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, _ int) (device.Buffer, error) {
+func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
 	if recipe == kernels.PlanarRecipe(dtype.Q4_0) {
 		return b.derivePlanar(dtype.Q4_0, srcs, size)
+	}
+	if recipe == kernels.PlanarPairsRecipe(dtype.Q4_0) {
+		return b.derivePairs(dtype.Q4_0, srcs, size, rowElems)
 	}
 	if recipe != plans.RecipeConcatRows {
 		return device.Buffer{}, fmt.Errorf("cuda: recipe %q (a weight layout of another backend; compile the plan for an NVIDIA or Apple chip): %w", recipe, ErrUnsupported)
@@ -421,6 +424,44 @@ func (b *Backend) derivePlanar(dt dtype.Type, srcs []device.Buffer, size int) (d
 			return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
 		}
 		atQ, atS = atQ+n, atS+e.size-n
+	}
+	return dst, nil
+}
+
+// derivePairs builds repack:<dt>_planar_pairs: a gate and an up weight
+// read back to the host, their rows interleaved and taken to the planar
+// layout there (kernels.InterleaveRows, kernels.ToPlanar), written once.
+func (b *Backend) derivePairs(dt dtype.Type, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
+	recipe := kernels.PlanarPairsRecipe(dt)
+	if len(srcs) != 2 || rowElems <= 0 || rowElems%int(dt.BlockSize()) != 0 {
+		return device.Buffer{}, fmt.Errorf("cuda: %s: %d sources of %d-element rows: want a gate and an up weight: %w", recipe, len(srcs), rowElems, ErrUnsupported)
+	}
+	var halves [2][]byte
+	for i, s := range srcs {
+		e, ok := b.ref(s)
+		if !ok || 2*e.size != size {
+			return device.Buffer{}, fmt.Errorf("cuda: %s: source %d is not half of %d bytes: %w", recipe, i, size, ErrUnsupported)
+		}
+		halves[i] = make([]byte, e.size)
+		if err := b.Read(halves[i], s, 0); err != nil {
+			return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
+		}
+	}
+	rows, p := make([]byte, size), make([]byte, size)
+	err := kernels.InterleaveRows(rows, halves[0], halves[1], rowElems/int(dt.BlockSize())*int(dt.BlockBytes()))
+	if err == nil {
+		err = kernels.ToPlanar(dt, p, rows)
+	}
+	if err != nil {
+		return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
+	}
+	dst, err := b.Alloc(size)
+	if err != nil {
+		return device.Buffer{}, err
+	}
+	if err := b.Write(dst, 0, p); err != nil {
+		b.Free(dst)
+		return device.Buffer{}, fmt.Errorf("cuda: %s: %w", recipe, err)
 	}
 	return dst, nil
 }

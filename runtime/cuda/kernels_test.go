@@ -405,6 +405,9 @@ func planarShapes(t *testing.T, r *rand.Rand, k *kernels.Kernel) []kcase {
 	var out []kcase
 	for _, nk := range [][2]int{{70, 4096}, {38, 1536}, {4104, 4608}, {21, 1024}} {
 		n, kk := nk[0], nk[1]
+		if k.Variant&kernels.GLU != 0 && n%2 != 0 { // pairs of gate and up rows
+			n++
+		}
 		b := map[string][]byte{"w": planar(t, k.DType, quantized(t, r, k.DType, n, kk)), "x": f16s(r, kk, 1), "y": make([]byte, 2*n), "bias": f32s(r, n, 1, 0)}
 		out = append(out, kcase{kernels.Shape{Tokens: 1, N: n, K: kk, VecX: true}, kernels.GEMVParams{N: uint32(n), K: uint32(kk)}, b})
 	}
@@ -459,6 +462,7 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 		}
 	}
 	y := make([]byte, 2*m*n)
+	rnd := func(v float64) float64 { return float64(dtype.Float16frombits(dtype.Float16bits(float32(v)))) }
 	for r := range m {
 		for o := range n {
 			s := 0.0
@@ -467,6 +471,16 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 			}
 			for e := range kk {
 				s += float64(w[o*kk+e]) * x[r*kk+e]
+			}
+			if k.Variant&kernels.GLU != 0 { // rows gate and up in turn: the gate at o/2
+				if o%2 == 0 {
+					binary.LittleEndian.PutUint16(y[2*(r*n+o):], dtype.Float16bits(float32(rnd(s))))
+					continue
+				}
+				g := f16(y, r*n+o-1)
+				binary.LittleEndian.PutUint16(y[2*(r*n+o-1):], 0)
+				binary.LittleEndian.PutUint16(y[2*(r*n/2+o/2):], dtype.Float16bits(float32(g/(1+math.Exp(-g))*rnd(s))))
+				continue
 			}
 			binary.LittleEndian.PutUint16(y[2*(r*n+o):], dtype.Float16bits(float32(s)))
 		}
