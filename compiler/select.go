@@ -141,7 +141,10 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		}
 		if rows == 1 {
 			if _, ok := s.planar(n); ok {
-				v := kernels.Planar
+				v := kernels.Planar // Q4_0's planar GEMV has one shape of its own; Q6_K's keep the usual ones
+				if k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, false, s.act); err == nil && dt != dtype.Q4_0 {
+					v |= k.Variant
+				}
 				if n.GLU {
 					v |= kernels.GLU
 				}

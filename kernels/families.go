@@ -145,7 +145,7 @@ func RepackRecipe(dt dtype.Type) string {
 
 // planarTypes are the weight types with a planar layout (Planar): the GPU
 // GEMVs' (F16 activations); the recipe repack:<dtype>_planar builds it.
-var planarTypes = []dtype.Type{dtype.Q4_0}
+var planarTypes = []dtype.Type{dtype.Q4_0, dtype.Q6_K}
 
 // PlanarPairsRecipe is the recipe of the planar layout of two stacked
 // weights (gate, up) whose rows are interleaved, gate row i then up row i
@@ -231,7 +231,10 @@ var families = []*family{
 			out := typed(OpGEMV, f16Only, weightTypes, 0, SiLU, Wide)
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
 			out = append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
-			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar, Planar|GLU)...)
+			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar)...)
+			out = append(out, typed(OpGEMV, f16Only, []dtype.Type{dtype.Q4_0}, Planar|GLU)...)
+			// Q6_K's planar GEMVs keep the usual shapes (kernels/geometry.go)
+			out = append(out, typed(OpGEMV, f16Only, []dtype.Type{dtype.Q6_K}, Planar|LargeK, Planar|Wide)...)
 			return append(out, typed(OpGEMV, f32Only, repacked, X16, X16|SiLU)...)
 		},
 	},

@@ -203,7 +203,7 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	if err := needBlocks(k, "K", s.K); err != nil {
 		return Launch{}, err
 	}
-	if k.Variant&Planar != 0 {
+	if k.Variant&Planar != 0 && k.DType == dtype.Q4_0 { // Q6_K's planar GEMVs keep the shapes below
 		nr, nsg := planarShape(s.N, s.K/int(k.DType.BlockSize()))
 		return launch([3]int{ceilDiv(s.N, nr*nsg), 1, 1}, planarThreads, planarThreads/SIMDWidth*nr*4,
 			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil

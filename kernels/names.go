@@ -198,7 +198,7 @@ func (s Spec) Name() (string, error) {
 		return "", fmt.Errorf("kernels: %v has no %v variant", s.Op, bad)
 	}
 	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel || s.Variant&X16 != 0 && s.Variant&(LargeK|Wide) != 0 ||
-		s.Variant&Planar != 0 && s.Variant&(LargeK|Wide|SiLU|X16) != 0 ||
+		s.Variant&Planar != 0 && s.Variant&(SiLU|X16) != 0 ||
 		s.Variant&GLU != 0 && s.Variant&(LargeK|Wide|SiLU|X16|Planar) != Planar ||
 		s.Variant&(KVQ8|KVF32) == KVQ8|KVF32 {
 		return "", fmt.Errorf("kernels: %v: variants %v exclude each other", s.Op, s.Variant)

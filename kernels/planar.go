@@ -10,23 +10,42 @@ import (
 // blocks, its rows one after the other, stored as two planes: every
 // block's quants in the blocks' order, then every block's F16 scale in
 // the same order. Q4_0's 18-byte block becomes 16 bytes in the first plane
-// (16-byte aligned, one load on a GPU) and 2 in the second; the size is
-// unchanged. Rows stacked from several tensors (a fused Q|K|V weight) are
-// one matrix: blocks in order.
+// (16-byte aligned, one load on a GPU) and 2 in the second; Q6_K's
+// 210-byte block 208 (its ql, qh and sub-block scales) and 2 (its d). The
+// size is unchanged. Rows stacked from several tensors (a fused Q|K|V
+// weight) are one matrix: blocks in order.
 
-// planarBlock is the block size, scale bytes and quant bytes of a planar
-// type (Q4_0: 18 = a 2-byte F16 scale and 16 bytes of nibbles).
-func planarBlock(dt dtype.Type) (block, scale int, err error) {
-	if PlanarRecipe(dt) == "" {
-		return 0, 0, fmt.Errorf("kernels: %v has no planar layout", dt)
+// planarBlock is the block size, scale bytes and the scale's offset in
+// the block of a planar type (Q4_0: 18 bytes, a 2-byte F16 scale first
+// and 16 bytes of nibbles; Q6_K: 210, its F16 d last, at 208).
+func planarBlock(dt dtype.Type) (block, scale, at int, err error) {
+	switch {
+	case PlanarRecipe(dt) == "":
+		return 0, 0, 0, fmt.Errorf("kernels: %v has no planar layout", dt)
+	case dt == dtype.Q6_K:
+		return 210, 2, 208, nil
 	}
-	return 18, 2, nil
+	return 18, 2, 0, nil
+}
+
+// splitBlock copies block b's scale into sc and its other bytes, in
+// order, into q; joinBlock is the reverse.
+func splitBlock(b, q, sc []byte, at int) {
+	copy(sc, b[at:at+len(sc)])
+	copy(q, b[:at])
+	copy(q[at:], b[at+len(sc):])
+}
+
+func joinBlock(b, q, sc []byte, at int) {
+	copy(b[at:at+len(sc)], sc)
+	copy(b[:at], q)
+	copy(b[at+len(sc):], q[at:])
 }
 
 // PlanarQuantBytes is the size of the quant plane of size bytes of dt's
 // blocks (the scale plane follows it).
 func PlanarQuantBytes(dt dtype.Type, size int) (int, error) {
-	bs, ss, err := planarBlock(dt)
+	bs, ss, _, err := planarBlock(dt)
 	if err != nil {
 		return 0, err
 	}
@@ -39,7 +58,7 @@ func PlanarQuantBytes(dt dtype.Type, size int) (int, error) {
 // ToPlanar writes src, whole blocks of dt in the file's layout, into dst
 // (the same size) in the planar layout.
 func ToPlanar(dt dtype.Type, dst, src []byte) error {
-	bs, ss, err := planarBlock(dt)
+	bs, ss, at, err := planarBlock(dt)
 	if err != nil {
 		return err
 	}
@@ -49,9 +68,7 @@ func ToPlanar(dt dtype.Type, dst, src []byte) error {
 	n, qs := len(src)/bs, bs-ss
 	quants, scales := dst[:n*qs], dst[n*qs:]
 	for i := range n {
-		b := src[i*bs : i*bs+bs]
-		copy(scales[i*ss:i*ss+ss], b[:ss])
-		copy(quants[i*qs:i*qs+qs], b[ss:])
+		splitBlock(src[i*bs:i*bs+bs], quants[i*qs:i*qs+qs], scales[i*ss:i*ss+ss], at)
 	}
 	return nil
 }
@@ -59,7 +76,7 @@ func ToPlanar(dt dtype.Type, dst, src []byte) error {
 // PlanarRow writes row r of a planar matrix of n rows of k elements (its
 // bytes at the start of p) into dst in the file's layout, a row's bytes.
 func PlanarRow(dt dtype.Type, dst, p []byte, n, r, k int) error {
-	bs, ss, err := planarBlock(dt)
+	bs, ss, at, err := planarBlock(dt)
 	if err != nil {
 		return err
 	}
@@ -70,8 +87,7 @@ func PlanarRow(dt dtype.Type, dst, p []byte, n, r, k int) error {
 	quants, scales := p[:n*nb*qs], p[n*nb*qs:n*nb*bs]
 	for j := range nb {
 		i := r*nb + j
-		copy(dst[j*bs:j*bs+ss], scales[i*ss:i*ss+ss])
-		copy(dst[j*bs+ss:j*bs+bs], quants[i*qs:i*qs+qs])
+		joinBlock(dst[j*bs:j*bs+bs], quants[i*qs:i*qs+qs], scales[i*ss:i*ss+ss], at)
 	}
 	return nil
 }

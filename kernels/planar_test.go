@@ -71,3 +71,34 @@ func TestInterleaveRowsTakesTheRowsInTurn(t *testing.T) {
 		t.Error("sources of two sizes were interleaved")
 	}
 }
+
+// Q6_K's planar block is its first 208 bytes (ql, qh, scales) with d, its
+// last two, in the scale plane; rows read back give the file's bytes.
+func TestTheQ6_KPlanarLayoutKeepsEveryByte(t *testing.T) {
+	const rows, k = 3, 512
+	r := rand.New(rand.NewPCG(3, 4))
+	src := make([]byte, rows*k/256*210)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	p := make([]byte, len(src))
+	if err := kernels.ToPlanar(dtype.Q6_K, p, src); err != nil {
+		t.Fatal(err)
+	}
+	nb := rows * k / 256
+	if !bytes.Equal(p[208:416], src[210:418]) || !bytes.Equal(p[208*nb+2:208*nb+4], src[418:420]) {
+		t.Fatal("block 1's quants or d are not where the layout puts them")
+	}
+	if n, err := kernels.PlanarQuantBytes(dtype.Q6_K, len(src)); err != nil || n != 208*nb {
+		t.Errorf("PlanarQuantBytes: %d, %v; want %d", n, err, 208*nb)
+	}
+	row := make([]byte, k/256*210)
+	for i := range rows {
+		if err := kernels.PlanarRow(dtype.Q6_K, row, p, rows, i, k); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(row, src[i*len(row):(i+1)*len(row)]) {
+			t.Fatalf("row %d differs after the round trip", i)
+		}
+	}
+}

@@ -50,12 +50,12 @@ const (
 // too: a plan that sets it needs 8. Format 9 added tuning.int8_gemv, which
 // changes the rows of some: a plan that sets it needs 9. Format 10 added
 // the planar layout q4_0_planar (repack:q4_0_planar, read by
-// gemv_q4_0_planar): a plan with one needs 10. Format 11 added the layout
+// gemv_q4_0_planar): a plan with one needs 10. Format 11 added the layouts
 // q4_0_planar_pairs (a gate and an up weight's rows interleaved, read by
-// gemv_q4_0_planar_glu): a plan with one needs 11.
+// gemv_q4_0_planar_glu) and q6_k_planar: a plan with either needs 11.
 func (p *Plan) RequiredRuntime() uint32 {
 	for i := range p.Buffers {
-		if p.Buffers[i].Recipe == RecipeRepackPrefix+"q4_0_planar_pairs" {
+		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q4_0_planar_pairs" || r == RecipeRepackPrefix+"q6_k_planar" {
 			return 11
 		}
 	}

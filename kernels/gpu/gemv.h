@@ -41,7 +41,7 @@ inline void gemv_standard(device const uchar* w, device const half* x, device co
     gemv_prefetch<T>(w, p.k, row0, nrows, lane, 32);
     if (nrows == 0) return;
     float sums[GEMV_MAX_NR];
-    gemv_rows<T, S>(w, x, up, p.k, row0, nrows, lane, 32, sums);
+    gemv_rows<T, S>(w, x, up, p.k, p.n, row0, nrows, lane, 32, sums);
     for (uint r = 0; r < nr; r++) {
         float s = simd_sum(sums[r]);
         if (lane == 0 && r < nrows) y[row0 + r] = half(has_bias ? s + bias[row0 + r] : s);
@@ -58,7 +58,7 @@ inline void gemv_large_k(device const uchar* w, device const half* x, device con
     gemv_prefetch<T>(w, p.k, row0, nrows, 32 * sg + lane, 32 * 4);
     float sums[GEMV_MAX_NR];
     if (nrows > 0) {
-        gemv_rows<T, S>(w, x, up, p.k, row0, nrows, 32 * sg + lane, 32 * 4, sums);
+        gemv_rows<T, S>(w, x, up, p.k, p.n, row0, nrows, 32 * sg + lane, 32 * 4, sums);
     } else {
         for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
     }
@@ -339,3 +339,6 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_q6_k_l_silu = gemv_l_silu<W_Q6_K>
 //! entry gemv_q4_0_planar = gemv_planar<W_Q4_0>
 //! entry gemv_q4_0_planar_glu = gemv_planar_glu<W_Q4_0>
+//! entry gemv_q6_k_planar = gemv<W_Q6_K_PLANAR>
+//! entry gemv_wide_q6_k_planar = gemv_wide<W_Q6_K_PLANAR>
+//! entry gemv_q6_k_planar_l = gemv_l<W_Q6_K_PLANAR>

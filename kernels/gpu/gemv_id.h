@@ -33,7 +33,7 @@ inline void gemv_id(device const uchar* w,
     device const uchar* we = w + ulong(e) * p.n * row_bytes<T>(p.k);
     device const half* xr = x + ulong(r) * p.x_stride + ulong(j) * p.x_slot;
     float sums[GEMV_MAX_NR];
-    gemv_rows<T, false>(we, xr, xr, p.k, row0, nrows, lane, 32, sums);
+    gemv_rows<T, false>(we, xr, xr, p.k, p.n, row0, nrows, lane, 32, sums); // n: planar layouts' only
     for (uint i = 0; i < nr; i++) {
         float s = simd_sum(sums[i]);
         if (lane == 0 && i < nrows) yr[i] = half(s);

@@ -197,23 +197,93 @@ inline float q4_k_pair_i8(device const uchar* blk, uint u, thread const uint* xq
 // two-byte loads instead of 64 (blocks of 210 bytes are only 2-aligned).
 // x is Q8_K as for Q4_K (the CPU's dotQ6_KGo); xq holds chunks g = 0..3.
 inline uint ld_w32(device const ushort* q, uint i) { return uint(q[2 * i]) | (uint(q[2 * i + 1]) << 16); }
-inline float q6_k_quad_i8(device const uchar* blk, uint v, thread const uint* xq, thread const int* xs, float dx) {
-    uint h = v / 2, l0 = 16 * (v & 1);
-    device const ushort* qa = (device const ushort*)(blk + 64 * h + l0); // 210·n and even offsets: 2-aligned
-    device const ushort* qb = (device const ushort*)(blk + 64 * h + 32 + l0);
-    device const ushort* qh = (device const ushort*)(blk + 128 + 32 * h + l0);
+inline uint4 ld_run16(device const ushort* q) { // 16 bytes at a 2-aligned address
+    uint4 v;
+    v.x = ld_w32(q, 0); v.y = ld_w32(q, 1); v.z = ld_w32(q, 2); v.w = ld_w32(q, 3);
+    return v;
+}
+// q6_k_quad_dot: a quarter block's dot with x from its three 16-byte runs
+// (a: ql at 64h + l0, chunks 0 and 2; b: ql at 64h + 32 + l0, chunks 1
+// and 3; h: qh at 32h + l0), its four scale bytes at sc (two apart) and d.
+inline float q6_k_quad_dot(uint4 a, uint4 b, uint4 h, device const char* sc, float d, thread const uint* xq,
+                           thread const int* xs, float dx) {
+    uint av[4], bv[4], hv[4];
+    av[0] = a.x; av[1] = a.y; av[2] = a.z; av[3] = a.w;
+    bv[0] = b.x; bv[1] = b.y; bv[2] = b.z; bv[3] = b.w;
+    hv[0] = h.x; hv[1] = h.y; hv[2] = h.z; hv[3] = h.w;
     int a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (uint i = 0; i < 4; i++) {
-        uint va = ld_w32(qa, i), vb = ld_w32(qb, i), vh = ld_w32(qh, i);
+        uint va = av[i], vb = bv[i], vh = hv[i];
         a0 = dot4_i8((va & 0x0F0F0F0Fu) | ((vh & 0x03030303u) << 4), xq[i], a0);
         a1 = dot4_i8((vb & 0x0F0F0F0Fu) | (((vh >> 2) & 0x03030303u) << 4), xq[4 + i], a1);
         a2 = dot4_i8(((va >> 4) & 0x0F0F0F0Fu) | (((vh >> 4) & 0x03030303u) << 4), xq[8 + i], a2);
         a3 = dot4_i8(((vb >> 4) & 0x0F0F0F0Fu) | (((vh >> 6) & 0x03030303u) << 4), xq[12 + i], a3);
     }
-    device const char* sc = (device const char*)(blk + 192 + 8 * h + (v & 1));
     int s = int(sc[0]) * (a0 - 32 * xs[0]) + int(sc[2]) * (a1 - 32 * xs[1]) + int(sc[4]) * (a2 - 32 * xs[2]) +
             int(sc[6]) * (a3 - 32 * xs[3]);
-    return dx * (ld_half(blk + 208) * float(s));
+    return dx * (d * float(s));
+}
+inline float q6_k_quad_i8(device const uchar* blk, uint v, thread const uint* xq, thread const int* xs, float dx) {
+    uint h = v / 2, l0 = 16 * (v & 1);
+    // 210·n and even offsets: 2-aligned
+    return q6_k_quad_dot(ld_run16((device const ushort*)(blk + 64 * h + l0)), ld_run16((device const ushort*)(blk + 64 * h + 32 + l0)),
+                         ld_run16((device const ushort*)(blk + 128 + 32 * h + l0)), (device const char*)(blk + 192 + 8 * h + (v & 1)),
+                         ld_half(blk + 208), xq, xs, dx);
+}
+// q6_k_planar_quad_i8 is q6_k_quad_i8 for a block of the planar layout's
+// quant plane (208 bytes, 16-aligned: three aligned loads), d given.
+inline float q6_k_planar_quad_i8(device const uchar* blk, float d, uint v, thread const uint* xq, thread const int* xs, float dx) {
+    uint h = v / 2, l0 = 16 * (v & 1);
+    return q6_k_quad_dot(*(device const uint4*)(blk + 64 * h + l0), *(device const uint4*)(blk + 64 * h + 32 + l0),
+                         *(device const uint4*)(blk + 128 + 32 * h + l0), (device const char*)(blk + 192 + 8 * h + (v & 1)), d, xq,
+                         xs, dx);
+}
+
+// q6_k_quad_x quantizes the lane's 64 elements of x for quarter block q
+// (chunks c, c + 2, c + 4, c + 6; zeros where !in) as Q8_K over the
+// block's four lanes, which meet on amax: xq the four chunks' bytes, xs
+// their sums, dx the scale. With vec_x and no SiLU, x stays in halves (32
+// registers, not 64) until packed; the largest magnitude is the largest
+// of the halves' bits less the sign, as half to float keeps order.
+template <bool S>
+inline void q6_k_quad_x(device const half* x, device const half* up, uint k, bool in, uint c, thread uint* xq,
+                        thread int* xs, thread float& dx) {
+    float id;
+    if (vec_x && !S) {
+        uint xh[32], mb = 0;
+        for (uint j = 0; j < 8; j++) {
+            uint4 a;
+            if (in) {
+                a = ((device const uint4*)(x + 16 * (c + 2 * (j / 2))))[j % 2];
+            } else {
+                a.x = a.y = a.z = a.w = 0;
+            }
+            xh[4 * j] = a.x; xh[4 * j + 1] = a.y; xh[4 * j + 2] = a.z; xh[4 * j + 3] = a.w;
+        }
+        for (uint j = 0; j < 32; j++) mb = max(mb, max(xh[j] & 0x7FFFu, (xh[j] >> 16) & 0x7FFFu));
+        dx = q8_k_scale(max_xor(max_xor(h_lo(mb), 1), 2), id);
+        for (uint g = 0; g < 4; g++) {
+            float xc[16];
+            for (uint j = 0; j < 8; j++) {
+                xc[2 * j] = h_lo(xh[8 * g + j]);
+                xc[2 * j + 1] = h_hi(xh[8 * g + j]);
+            }
+            xs[g] = q8_pack(xc, id, 4, xq + 4 * g);
+        }
+        return;
+    }
+    float xc[64];
+    for (uint g = 0; g < 4; g++) {
+        if (in) {
+            load_x16<S>(x, up, c + 2 * g, k, xc + 16 * g);
+        } else {
+            for (uint i = 0; i < 16; i++) xc[16 * g + i] = 0.0f;
+        }
+    }
+    float amax = 0.0f;
+    for (uint i = 0; i < 64; i++) amax = max(amax, fabs(xc[i]));
+    dx = q8_k_scale(max_xor(max_xor(amax, 1), 2), id);
+    for (uint g = 0; g < 4; g++) xs[g] = q8_pack(xc + 16 * g, id, 4, xq + 4 * g);
 }
 
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
@@ -226,7 +296,7 @@ inline float q6_k_quad_i8(device const uchar* blk, uint v, thread const uint* xq
 // before the first row's arithmetic waits on them (decode 3–4% faster on
 // an H200); the callers write only rows < nrows.
 template <int T, bool S>
-inline void gemv_rows(device const uchar* w, device const half* x, device const half* up, uint k,
+inline void gemv_rows(device const uchar* w, device const half* x, device const half* up, uint k, uint n,
                       uint row0, uint nrows, uint c0, uint step, thread float* sums) {
     ulong rb = row_bytes<T>(k);
     uint nchunks = (k + 15) / 16;
@@ -269,46 +339,7 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
             uint xq[16];
             int xs[4];
             float dx;
-            if (vec_x && !S) {
-                // x stays in halves (32 registers, not 64) until packed; the
-                // largest magnitude is the largest of the halves' bits less
-                // the sign, as half to float keeps order.
-                uint xh[32], mb = 0;
-                for (uint j = 0; j < 8; j++) {
-                    uint4 a;
-                    if (q < nq) {
-                        a = ((device const uint4*)(x + 16 * (c + 2 * (j / 2))))[j % 2];
-                    } else {
-                        a.x = a.y = a.z = a.w = 0;
-                    }
-                    xh[4 * j] = a.x; xh[4 * j + 1] = a.y; xh[4 * j + 2] = a.z; xh[4 * j + 3] = a.w;
-                }
-                for (uint j = 0; j < 32; j++) mb = max(mb, max(xh[j] & 0x7FFFu, (xh[j] >> 16) & 0x7FFFu));
-                float id;
-                dx = q8_k_scale(max_xor(max_xor(h_lo(mb), 1), 2), id);
-                for (uint g = 0; g < 4; g++) {
-                    float xc[16];
-                    for (uint j = 0; j < 8; j++) {
-                        xc[2 * j] = h_lo(xh[8 * g + j]);
-                        xc[2 * j + 1] = h_hi(xh[8 * g + j]);
-                    }
-                    xs[g] = q8_pack(xc, id, 4, xq + 4 * g);
-                }
-            } else {
-                float xc[64];
-                for (uint g = 0; g < 4; g++) {
-                    if (q < nq) {
-                        load_x16<S>(x, up, c + 2 * g, k, xc + 16 * g);
-                    } else {
-                        for (uint i = 0; i < 16; i++) xc[16 * g + i] = 0.0f;
-                    }
-                }
-                float amax = 0.0f;
-                for (uint i = 0; i < 64; i++) amax = max(amax, fabs(xc[i]));
-                float id;
-                dx = q8_k_scale(max_xor(max_xor(amax, 1), 2), id);
-                for (uint g = 0; g < 4; g++) xs[g] = q8_pack(xc + 16 * g, id, 4, xq + 4 * g);
-            }
+            q6_k_quad_x<S>(x, up, k, q < nq, c, xq, xs, dx);
             if (q < nq) {
                 for (uint r = 0; r < nr; r++) {
                     device const uchar* blk = w + (row0 + min(r, nrows - 1)) * rb + (q / 4) * 210;
@@ -365,6 +396,31 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
                 float acc = 0.0f;
                 for (uint i = 0; i < 16; i++) acc += wc[i] * xc[i];
                 sums[r] += acc;
+            }
+        }
+    }
+}
+
+// Q6_K in the planar layout: the quarter blocks of the Q6_K branch above,
+// each run one aligned 16-byte load from the quant plane (a row's blocks
+// of 208 bytes), d from the scale plane after it (n rows of F16 scales).
+template <>
+inline void gemv_rows<W_Q6_K_PLANAR, false>(device const uchar* w, device const half* x, device const half* up, uint k, uint n,
+                                            uint row0, uint nrows, uint c0, uint step, thread float* sums) {
+    ulong rb = row_bytes<W_Q6_K_PLANAR>(k);
+    device const half* ds = (device const half*)(w + ulong(n) * rb);
+    uint nb = k / 256, nq = k / 64, lane = c0 % 32;
+    for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
+    for (uint uw = c0 - lane; uw < nq; uw += step) { // every lane as often as the others, as above
+        uint q = uw + lane, v = q % 4, c = (q / 4) * 16 + 8 * (v / 2) + (v & 1);
+        uint xq[16];
+        int xs[4];
+        float dx;
+        q6_k_quad_x<false>(x, up, k, q < nq, c, xq, xs, dx);
+        if (q < nq) {
+            for (uint r = 0; r < nr; r++) {
+                ulong row = row0 + min(r, nrows - 1);
+                sums[r] += q6_k_planar_quad_i8(w + row * rb + (q / 4) * 208, float(ds[row * nb + q / 4]), v, xq, xs, dx);
             }
         }
     }

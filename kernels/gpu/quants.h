@@ -16,6 +16,9 @@ enum WType {
     W_F32 = 0, W_F16 = 1, W_BF16 = 2, W_Q4_0 = 3, W_Q4_1 = 4, W_Q5_0 = 5,
     W_Q5_1 = 6, W_Q8_0 = 7, W_Q4_K = 8, W_Q5_K = 9, W_Q6_K = 10,
     W_Q2_K = 11, W_Q3_K = 12, W_IQ4_NL = 13, W_IQ4_XS = 14,
+    // Q6_K in the planar layout (docs/formats.md#planar): the GPU GEMVs'
+    // tag only, not a file's type. Its "row" is the quant plane's row.
+    W_Q6_K_PLANAR = 15,
 };
 
 // Elements per block and bytes per block (GGML's sizes).
@@ -35,6 +38,7 @@ template <> struct wtraits<W_Q2_K> { enum { QK = 256, BYTES = 84 }; };  // scale
 template <> struct wtraits<W_Q3_K> { enum { QK = 256, BYTES = 110 }; }; // hmask[32], qs[64], scales[12], d
 template <> struct wtraits<W_IQ4_NL> { enum { QK = 32, BYTES = 18 }; }; // d, qs[16]
 template <> struct wtraits<W_IQ4_XS> { enum { QK = 256, BYTES = 136 }; }; // d, scales_h, scales_l[4], qs[128]
+template <> struct wtraits<W_Q6_K_PLANAR> { enum { QK = 256, BYTES = 208 }; }; // ql[128], qh[64], scales[16]; d in the scale plane
 
 // row_bytes is the size of a row of k elements of type T.
 template <int T> inline ulong row_bytes(uint k) {

@@ -495,6 +495,29 @@ kernel void gemv_q6_k_l_silu(device const uchar* w [[buffer(0)]],
     gemv_l_silu<W_Q6_K>(w, gate, up, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+kernel void gemv_q6_k_planar(device const uchar* w [[buffer(0)]],
+                             device const half* x [[buffer(1)]],
+                             device half* y [[buffer(2)]],
+                             device const float* bias [[buffer(3)]],
+                             constant GEMVParams& p [[buffer(4)]],
+                             uint3 tgpig [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    gemv<W_Q6_K_PLANAR>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_q6_k_planar_l(device const uchar* w [[buffer(0)]],
+                               device const half* x [[buffer(1)]],
+                               device half* y [[buffer(2)]],
+                               device const float* bias [[buffer(3)]],
+                               constant GEMVParams& p [[buffer(4)]],
+                               threadgroup float* tgmem [[threadgroup(0)]],
+                               uint3 tgpig [[threadgroup_position_in_grid]],
+                               uint sg [[simdgroup_index_in_threadgroup]],
+                               uint lane [[thread_index_in_simdgroup]]) {
+    gemv_l<W_Q6_K_PLANAR>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
 kernel void gemv_q6_k_silu(device const uchar* w [[buffer(0)]],
                            device const half* gate [[buffer(1)]],
                            device const half* up [[buffer(2)]],
@@ -682,6 +705,17 @@ kernel void gemv_wide_q6_k(device const uchar* w [[buffer(0)]],
                            uint sg [[simdgroup_index_in_threadgroup]],
                            uint lane [[thread_index_in_simdgroup]]) {
     gemv_wide<W_Q6_K>(w, x, y, bias, p, tgpig, sg, lane);
+}
+
+kernel void gemv_wide_q6_k_planar(device const uchar* w [[buffer(0)]],
+                                  device const half* x [[buffer(1)]],
+                                  device half* y [[buffer(2)]],
+                                  device const float* bias [[buffer(3)]],
+                                  constant GEMVParams& p [[buffer(4)]],
+                                  uint3 tgpig [[threadgroup_position_in_grid]],
+                                  uint sg [[simdgroup_index_in_threadgroup]],
+                                  uint lane [[thread_index_in_simdgroup]]) {
+    gemv_wide<W_Q6_K_PLANAR>(w, x, y, bias, p, tgpig, sg, lane);
 }
 
 kernel void gemv_wide_q8_0(device const uchar* w [[buffer(0)]],

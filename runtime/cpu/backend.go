@@ -109,7 +109,7 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 // concat_rows copies the sources' bytes one after the other;
 // repack:<dtype>x16 (x16.go: q4_0, q8_0, q4_k, q6_k) interleaves rows of
 // rowElems elements in groups of 16, each source on its own;
-// repack:<dtype>_planar (q4_0; kernels.ToPlanar) stacks the sources' rows
+// repack:<dtype>_planar (q4_0, q6_k; kernels.ToPlanar) stacks the sources' rows
 // and splits their blocks into two planes, the layout the CUDA GEMVs read
 // (the CPU runs it only to replay and verify a GPU plan).
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (buf device.Buffer, err error) {
@@ -146,13 +146,17 @@ func (b *Backend) derive(recipe string, srcs []device.Buffer, size, rowElems int
 			return device.Buffer{}, fmt.Errorf("cpu: %s: %w", recipe, err)
 		}
 		return b.add(data), nil
-	case kernels.PlanarRecipe(dtype.Q4_0):
+	case kernels.PlanarRecipe(dtype.Q4_0), kernels.PlanarRecipe(dtype.Q6_K):
+		dt := dtype.Q4_0
+		if recipe == kernels.PlanarRecipe(dtype.Q6_K) {
+			dt = dtype.Q6_K
+		}
 		stacked, err := b.stack(recipe, srcs, size)
 		if err != nil {
 			return device.Buffer{}, err
 		}
 		data := Alloc(size)
-		if err := kernels.ToPlanar(dtype.Q4_0, data, stacked); err != nil {
+		if err := kernels.ToPlanar(dt, data, stacked); err != nil {
 			return device.Buffer{}, fmt.Errorf("cpu: %w", err)
 		}
 		return b.add(data), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -256,28 +257,31 @@ func TestEmbeddingReadsTheTokenSlot(t *testing.T) {
 func TestPlanarGEMVGivesThePlainGEMVsBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	h := newHarness(t, 3)
-	const kk = 256
-	for _, n := range []int{1, 3, 4, 7, 37, 64} {
-		for _, bias := range []bool{false, true} {
-			w, _ := weights(t, r, dtype.Q4_0, n, kk)
-			p := Alloc(len(w))
-			if err := kernels.ToPlanar(dtype.Q4_0, p, w); err != nil {
-				t.Fatal(err)
-			}
-			x := actBytes(actF16, randFloats(r, kk, 1))
-			bv := f32bytes(randFloats(r, n, 1))
-			out := map[string][]byte{}
-			for name, wb := range map[string][]byte{"gemv_q4_0": w, "gemv_q4_0_planar": p} {
-				y := Alloc(2 * n)
-				bs := binds{"w": wb, "x": x, "y": y}
-				if bias {
-					bs["bias"] = bv
+	const kk = 512
+	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q6_K} {
+		plain := "gemv_" + strings.ToLower(dt.String())
+		for _, n := range []int{1, 3, 4, 7, 37, 64} {
+			for _, bias := range []bool{false, true} {
+				w, _ := weights(t, r, dt, n, kk)
+				p := Alloc(len(w))
+				if err := kernels.ToPlanar(dt, p, w); err != nil {
+					t.Fatal(err)
 				}
-				h.run(name, kernels.GEMVParams{N: uint32(n), K: kk}, consts{"has_bias": b2u(bias)}, bs)
-				out[name] = y
-			}
-			if !bytes.Equal(out["gemv_q4_0"], out["gemv_q4_0_planar"]) {
-				t.Errorf("n %d bias %v: the planar GEMV's y differs from the plain one's", n, bias)
+				x := actBytes(actF16, randFloats(r, kk, 1))
+				bv := f32bytes(randFloats(r, n, 1))
+				out := map[string][]byte{}
+				for name, wb := range map[string][]byte{plain: w, plain + "_planar": p} {
+					y := Alloc(2 * n)
+					bs := binds{"w": wb, "x": x, "y": y}
+					if bias {
+						bs["bias"] = bv
+					}
+					h.run(name, kernels.GEMVParams{N: uint32(n), K: kk}, consts{"has_bias": b2u(bias)}, bs)
+					out[name] = y
+				}
+				if !bytes.Equal(out[plain], out[plain+"_planar"]) {
+					t.Errorf("%v n %d bias %v: the planar GEMV's y differs from the plain one's", dt, n, bias)
+				}
 			}
 		}
 	}

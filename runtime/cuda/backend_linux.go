@@ -336,12 +336,14 @@ func (b *Backend) Map(data []byte) (device.Buffer, error) {
 }
 
 // Derive builds a derived weight on the device: concat_rows, and
-// repack:q4_0_planar (the sources stacked and split into the planar
+// repack:q4_0_planar and q6_k_planar (the sources stacked and split into the planar
 // layout the planar GEMVs read: kernels.ToPlanar, a source at a time
 // through host memory); the CPU backend's x16 layouts are its own.
 func (b *Backend) Derive(recipe string, srcs []device.Buffer, size, rowElems int) (device.Buffer, error) {
-	if recipe == kernels.PlanarRecipe(dtype.Q4_0) {
-		return b.derivePlanar(dtype.Q4_0, srcs, size)
+	for _, dt := range []dtype.Type{dtype.Q4_0, dtype.Q6_K} {
+		if recipe == kernels.PlanarRecipe(dt) {
+			return b.derivePlanar(dt, srcs, size)
+		}
 	}
 	if recipe == kernels.PlanarPairsRecipe(dtype.Q4_0) {
 		return b.derivePairs(dtype.Q4_0, srcs, size, rowElems)

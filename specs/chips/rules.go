@@ -213,8 +213,8 @@ var rules = []Rule{
 
 	rule("repack", cpuFamily("x86-64-v4"), []string{"q4_0x16", "q8_0x16", "q4_kx16", "q6_kx16"},
 		"ours: with AVX-512 VNNI, 16 rows' blocks in one register make a block's 32 products one lane's sum before a single conversion (llama.cpp repacks for the same reason); measured in docs/runtime.md"),
-	rule("repack", isNVIDIA, []string{"q4_0_planar"},
-		"measured on an H100 (docs/cuda.md, ADR 0025): Q4_0's 18-byte blocks allow only 2-byte loads; split into a plane of 16-byte quants and one of scales, the GEMVs load a block in one instruction: the 8B shape's gate|up GEMV 33.3 -> 25.7 us and its down projection 22.7 -> 15.5 us on weights streamed from memory"),
+	rule("repack", isNVIDIA, []string{"q4_0_planar", "q6_k_planar"},
+		"measured on an H100 (docs/cuda.md, ADR 0025): Q4_0's 18-byte blocks allow only 2-byte loads; split into a plane of 16-byte quants and one of scales, the GEMVs load a block in one instruction: the 8B shape's gate|up GEMV 33.3 -> 25.7 us and its down projection 22.7 -> 15.5 us on weights streamed from memory; Q6_K's 210-byte blocks the same way (its runs of 16 bytes in three aligned loads, not 24 two-byte ones): unmeasured"),
 	rule("repack", always, []string{},
 		"ours: other targets read GGUF's layout, mapped without a copy"),
 
