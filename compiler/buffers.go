@@ -47,7 +47,11 @@ type scratchPlan struct {
 	zeros   uint32
 	parts   uint32 // the parallel attention's partials; valid when hasPart
 	hasPart bool
-	slots0  int // tokens slots
+	// normParts: the norm_fold GEMVs' partial sums (a _res GEMV's
+	// threadgroups', read by the _norm GEMV after it); valid when some
+	// matmul has Residual.
+	normParts uint32
+	slots0    int // tokens slots
 }
 
 // bufferPass plans every buffer that is not a weight.
@@ -109,6 +113,23 @@ func bufferPass(s *state) (string, error) {
 				parts = max(parts, a.Heads*l.Grid[1]*(a.HeadDimV+2))
 			}
 		}
+	}
+	// The norm_fold GEMVs' partial sums: a _res GEMV's threadgroups.
+	normParts := 0
+	for _, pr := range s.progs {
+		for i, ks := range pr.kernels {
+			if mm, ok := pr.g.Nodes[i].(*MatMul); ok && mm.Residual {
+				l, err := ks[0].Geometry(kernels.Shape{Tokens: 1, N: mm.N(), K: mm.K, Bias: len(mm.Biases) > 0}, s.tuning)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", mm.Label, err)
+				}
+				normParts = max(normParts, l.Grid[0])
+			}
+		}
+	}
+	if normParts > 0 {
+		sp.normParts = p.AddBuffer(plans.Buffer{Name: "norm.partials", Kind: plans.BufScratch, Size: uint64(normParts) * 4,
+			DType: "f32", Shape: []uint64{uint64(normParts)}})
 	}
 	if parts > 0 {
 		sp.hasPart = true
@@ -216,6 +237,9 @@ func (sp *scratchPlan) allocate(g *Graph, rows, outRows int) ([]storage, error) 
 				off += nd.Sizes[k]
 			}
 		case *MatMul:
+			if nd.Residual { // Out = [res, y]: res is updated in place
+				alias(b.Out[0], b.In[1], 0)
+			}
 			if nd.Concat && !nd.GLU { // a GLU's one output is its own value
 				width[b.Out[0]] = nd.N()
 				off := 0

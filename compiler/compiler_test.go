@@ -114,11 +114,11 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack) and gates gate|up in its GEMV (glu_fold)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold) and folds the residual norms (tuning.fold_norms)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
-			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
+		want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 		}
@@ -133,7 +133,7 @@ func TestLlama8BDecodeForm(t *testing.T) {
 				}
 			}
 		}
-		for kl, want := range map[string]string{"gemv_q4_0_planar L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar L1.ffn.down": "blk.1.ffn_down.weight.planar",
+		for kl, want := range map[string]string{"gemv_q4_0_planar_norm L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar_res L1.ffn.down": "blk.1.ffn_down.weight.planar",
 			"simd_gemm_q4_0 L1.attn.qkv": "L1.attn.qkv.weight", "simd_gemm_q4_0 L1.ffn.down": "blk.1.ffn_down.weight"} {
 			if reads[kl] != want {
 				t.Errorf("%s reads %q, want %q", kl, reads[kl], want)

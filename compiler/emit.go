@@ -60,6 +60,8 @@ type emitter struct {
 	p    *program
 	st   []storage
 	cmds []plans.Command
+	// normParts: the partials the last _res GEMV wrote (its threadgroups)
+	normParts uint32
 }
 
 // bref is what a binding binds: a buffer, a byte offset, the bytes touched.
@@ -359,6 +361,9 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 		w = e.whole(i)
 	}
 	out := n.Out[0]
+	if n.Residual { // Out = [res, y]
+		out = n.Out[1]
+	}
 	rows := e.p.rowsOf(out)
 	y := e.act(out)
 	if n.Concat && !n.GLU { // the whole stacked row, not just its first part
@@ -377,9 +382,28 @@ func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
 		binds["x"] = e.act(n.In[0])
 		read += e.actRead(n.In[0])
 	}
-	sh := kernels.Shape{Tokens: rows, N: n.N(), K: n.K, Bias: len(n.Biases) > 0, VecX: aligned16(binds["x"], binds["gate"], binds["up"])}
+	vec := aligned16(binds["x"], binds["gate"], binds["up"])
+	sh := kernels.Shape{Tokens: rows, N: n.N(), K: n.K, Bias: len(n.Biases) > 0, VecX: vec}
+	prm := kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K), Eps: float32(n.NormEps)}
+	switch { // the norm_fold rule's forms: a _res GEMV's threadgroups each write a partial Σres², the _norm GEMV after it adds them
+	case n.Residual:
+		l, err := k.Geometry(sh, s.tuning)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Label, err)
+		}
+		binds["res"], binds["norm_w"], binds["partials"] = e.act(n.Out[0]), e.weight(n.NormW), e.whole(s.scratch.normParts)
+		read += e.actRead(n.In[1]) + binds["norm_w"].len
+		prm.Parts, e.normParts = uint32(l.Grid[0]), uint32(l.Grid[0])
+	case n.Norm:
+		if e.normParts == 0 {
+			return fmt.Errorf("%s: %w: a norm-folded GEMV with no residual GEMV before it", n.Label, ErrUnsupported)
+		}
+		binds["partials"] = e.whole(s.scratch.normParts)
+		read += uint64(e.normParts) * 4
+		prm.Parts = e.normParts
+	}
 	if k.Op == kernels.OpGEMV {
-		return e.emit(n, k, sh, kernels.GEMVParams{N: uint32(n.N()), K: uint32(n.K)}, binds, rowsFixed, read)
+		return e.emit(n, k, sh, prm, binds, rowsFixed, read)
 	}
 	sh.VecX = sh.VecX && e.stride(n.In[0])%8 == 0
 	return e.emit(n, k, sh, kernels.GEMMParams{M: uint32(rows), N: uint32(n.N()), K: uint32(n.K),

@@ -283,6 +283,8 @@ var ruleConds = map[string]condDef{
 			}
 			return true
 		}},
+	"fold_norms": {false, "the chip's tuning folds norms and residual adds into the GEMVs (tuning.fold_norms)",
+		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.s != nil && c.s.tuning.FoldNorms }},
 	"neox": {false, "the ropes of the match rotate NeoX pairs",
 		func(c *fuseCtx, m *match, _ ValueID) bool {
 			for _, j := range m.nodes {
@@ -301,6 +303,16 @@ var ruleConds = map[string]condDef{
 			}
 			return true
 		}},
+}
+
+// foldable reports whether the GEMV the matmul will get has the form with
+// variant v (kernels.Norm, kernels.Residual): the planar GEMVs have them.
+func (c *fuseCtx) foldable(mm *MatMul, v kernels.Variant) bool {
+	if c.s == nil || len(mm.Weights) == 0 || c.s.planarOf(mm) == "" {
+		return false
+	}
+	_, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: c.dtypeOf(mm.Weights[0]), Variant: kernels.Planar | forms(mm) | v, Act: c.s.act})
+	return err == nil
 }
 
 // argMatmuls are the matmul nodes the root reads directly (its argument
@@ -434,7 +446,7 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 			len(c.ix.uses[g]) != 1 || len(c.ix.uses[u]) != 1 || c.s == nil || c.s.planarOf(&mm) == "" {
 			return nil
 		}
-		if _, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: c.dtypeOf(mm.Weights[0]), Variant: kernels.Planar | kernels.GLU, Act: c.s.act}); err != nil {
+		if _, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: c.dtypeOf(mm.Weights[0]), Variant: kernels.Planar | forms(&mm) | kernels.GLU, Act: c.s.act}); err != nil {
 			return nil
 		}
 		mm.GLU, mm.Out, mm.fired = true, clone(gate.Out), 0
@@ -464,6 +476,24 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 			out = append(out, &cp)
 		}
 		return append(out, c.node(m.root))
+	},
+	"matmul_norm_fold": func(c *fuseCtx, m *match) []Node {
+		cons := *c.node(m.root).(*MatMul)
+		n := c.node(m.nodes[1]).(*Norm)
+		prod := *c.node(m.nodes[2]).(*MatMul)
+		if n.LN || n.Bias != "" || len(c.ix.uses[n.Out[1]]) != 1 || cons.SiLU || prod.SiLU || prod.GLU || prod.Concat ||
+			cons.Norm || cons.Residual || prod.Norm || prod.Residual ||
+			!c.foldable(&prod, kernels.Residual) || !c.foldable(&cons, kernels.Norm) {
+			return nil
+		}
+		prod.Residual, prod.NormW, prod.NormEps = true, n.Weight, n.Eps
+		prod.In = []ValueID{m.vars["a"], m.vars["x"]}
+		prod.Out = []ValueID{n.Out[0], n.Out[1]}
+		prod.fired = 0
+		cons.Norm, cons.NormEps = true, n.Eps
+		cons.In = []ValueID{n.Out[1]}
+		cons.fired = 0
+		return []Node{&prod, &cons}
 	},
 	"residual_norm": func(c *fuseCtx, m *match) []Node {
 		n := *c.node(m.root).(*Norm)

@@ -133,6 +133,15 @@ type MatMul struct {
 	// Out = [silu(gate)·up], N()/2 wide (the glu_fold rule; the GEMV reads
 	// the two weights' rows interleaved).
 	GLU bool
+	// The norm_fold rule: a residual norm between two GEMVs. Residual:
+	// In = [x, res], Out = [res, y]: res += W·x in place, y = res·NormW,
+	// the norm's weight, without its scale, and the threadgroups' Σres²
+	// in the plan's norm partials. Norm (NormW empty): In = [x], x that
+	// y; the product is scaled by 1/sqrt(Σ partials / K + NormEps).
+	Residual bool
+	Norm     bool
+	NormW    string
+	NormEps  float64
 }
 
 // N is the total output rows.
@@ -307,6 +316,10 @@ func (n *MatMul) Kind() string {
 		return "matmul_silu"
 	case n.GLU:
 		return "matmul_glu"
+	case n.Norm:
+		return "matmul_norm"
+	case n.Residual:
+		return "matmul_residual"
 	}
 	return "matmul"
 }

@@ -139,20 +139,21 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		if _, ok := s.repacked(n); ok {
 			x16 = kernels.X16
 		}
+		fold := forms(n) // the glu_fold and norm_fold rules' forms, planar only
 		if rows == 1 {
 			if _, ok := s.planar(n); ok {
-				v := kernels.Planar // Q4_0's planar GEMV has one shape of its own; Q6_K's keep the usual ones
+				v := kernels.Planar | forms(n) // Q4_0's planar GEMV has one shape of its own; Q6_K's keep the usual ones
 				if k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, false, s.act); err == nil && dt != dtype.Q4_0 {
 					v |= k.Variant
-				}
-				if n.GLU {
-					v |= kernels.GLU
 				}
 				k, err := kernels.Find(kernels.Spec{Op: kernels.OpGEMV, DType: dt, Variant: v, Act: s.act})
 				if err != nil {
 					return nil, fmt.Errorf("%s: %v has no planar GEMV kernel for %s: %w", n.Weights[0], dt, s.opts.Chip, err)
 				}
 				return []*kernels.Kernel{k}, nil
+			}
+			if fold != 0 {
+				return nil, fmt.Errorf("%s: %w: the glu_fold and norm_fold forms are planar GEMVs", n.Label, ErrUnsupported)
 			}
 			k, err := kernels.SelectGEMV(s.tuning, dt, n.N(), n.K, n.SiLU, s.act)
 			if err == nil && x16 != 0 {
@@ -163,8 +164,8 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 			}
 			return []*kernels.Kernel{k}, nil
 		}
-		if n.SiLU {
-			return nil, fmt.Errorf("%s: %w: no SiLU-fused GEMM (the silu_down rule is for decode)", n.Label, ErrUnsupported)
+		if n.SiLU || fold != 0 {
+			return nil, fmt.Errorf("%s: %w: no SiLU-, GLU-, norm- or residual-fused GEMM (those rules are for decode)", n.Label, ErrUnsupported)
 		}
 		sp := kernels.Spec{Op: kernels.OpGEMM, DType: dt, Variant: x16}
 		if rows <= 8 {
@@ -262,4 +263,20 @@ func ropeVariant(st specs.RopeStyle) kernels.Variant {
 		return kernels.NeoX
 	}
 	return 0
+}
+
+// forms are the variant flags of the fused forms a matmul node has taken
+// (the glu_fold and norm_fold rules): the planar GEMVs have them.
+func forms(n *MatMul) kernels.Variant {
+	var v kernels.Variant
+	if n.GLU {
+		v |= kernels.GLU
+	}
+	if n.Norm {
+		v |= kernels.Norm
+	}
+	if n.Residual {
+		v |= kernels.Residual
+	}
+	return v
 }

@@ -265,6 +265,12 @@ func gemvRule(r *rule) {
 		r.need("y", mul(n, es), "n elements")
 	}
 	r.need("bias", mul(n, 4), "n biases")
+	// the norm_fold forms: res and norm_w by row, partials by threadgroup
+	r.need("res", mul(n, es), "n elements")
+	r.need("norm_w", mul(n, 4), "n weights")
+	if r.k.Variant&(Norm|Residual) != 0 {
+		r.need("partials", mul(r.pos1("parts"), 4), "parts sums")
+	}
 }
 
 func gemmRule(r *rule) {

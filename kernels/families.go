@@ -182,6 +182,12 @@ var families = []*family{
 			switch {
 			case s.Variant&SiLU != 0:
 				return "y = W·(silu(gate)·up) (+ bias): the down projection with the SiLU gate fused"
+			case s.Variant&(GLU|Norm) == GLU|Norm:
+				return "y[i] = silu(g)·u, g and u (W[2i]·x, W[2i+1]·x) / sqrt(Σ partials / K + eps) (+ bias): the gate|up projection after a folded RMS norm (x is res·norm_w), the SiLU gate applied"
+			case s.Variant&Norm != 0:
+				return "y = (W·x) / sqrt(Σ partials / K + eps) (+ bias): the RMS norm's scale after the product; x is res·norm_w and partials its Σres², written by a _res GEMV"
+			case s.Variant&Residual != 0:
+				return "res += W·x (+ bias), y = res·norm_w: the residual add, in place, and the next RMS norm but its scale (a _norm GEMV applies it)"
 			case s.Variant&GLU != 0:
 				return "y[i] = silu(W[2i]·x)·(W[2i+1]·x) (+ bias): the gate|up projection with the SiLU gate applied, W's gate and up rows in turn"
 			}
@@ -201,12 +207,21 @@ var families = []*family{
 			if s.Variant&Planar != 0 {
 				w = docWeightPlanar
 			}
-			y := "y [N]"
+			y := []Binding{out("y", RoleActivation, "y [N]")}
 			if s.Variant&GLU != 0 {
-				y = "y [N/2]: silu(gate)·up, each rounded to the activation type first"
+				y = []Binding{out("y", RoleActivation, "y [N/2]: silu(gate)·up, each rounded to the activation type first")}
 			}
-			return append(append([]Binding{in("w", RoleWeight, w)}, x...),
-				out("y", RoleActivation, y),
+			switch {
+			case s.Variant&Norm != 0:
+				x = []Binding{in("x", RoleActivation, "x [K]: res·norm_w, rounded"),
+					elem(in("partials", RoleActivation, "partials [parts]: the _res GEMV's Σres², a threadgroup's each"), "f32")}
+			case s.Variant&Residual != 0:
+				y = []Binding{inout("res", RoleActivation, "res [N]: the residual, plus W·x rounded, rounded"),
+					in("norm_w", RoleWeight, "norm_w [N]: the next RMS norm's weight, F32"),
+					out("y", RoleActivation, "y [N]: res·norm_w, rounded"),
+					elem(out("partials", RoleActivation, "partials [parts]: threadgroup g's Σres² of its rows"), "f32")}
+			}
+			return append(append(append([]Binding{in("w", RoleWeight, w)}, x...), y...),
 				when(in("bias", RoleWeight, docBias), "has_bias"))
 		},
 		constants: func(Spec) []Constant {
@@ -232,7 +247,9 @@ var families = []*family{
 			out = append(out, typed(OpGEMV, f16Only, largeKTypes, LargeK, LargeK|SiLU)...)
 			out = append(out, typed(OpGEMV, f32Only, weightTypes, 0, SiLU)...)
 			out = append(out, typed(OpGEMV, f16Only, planarTypes, Planar)...)
-			out = append(out, typed(OpGEMV, f16Only, []dtype.Type{dtype.Q4_0}, Planar|GLU)...)
+			// the residual norms folded into the planar GEMVs around them
+			// (tuning.fold_norms): NVIDIA plans
+			out = append(out, typed(OpGEMV, f16Only, []dtype.Type{dtype.Q4_0}, Planar|GLU, Planar|Norm, Planar|GLU|Norm, Planar|Residual)...)
 			// Q6_K's planar GEMVs keep the usual shapes (kernels/geometry.go)
 			out = append(out, typed(OpGEMV, f16Only, []dtype.Type{dtype.Q6_K}, Planar|LargeK, Planar|Wide)...)
 			return append(out, typed(OpGEMV, f32Only, repacked, X16, X16|SiLU)...)

@@ -205,7 +205,11 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	}
 	if k.Variant&Planar != 0 && k.DType == dtype.Q4_0 { // Q6_K's planar GEMVs keep the shapes below
 		nr, nsg := planarShape(s.N, s.K/int(k.DType.BlockSize()))
-		return launch([3]int{ceilDiv(s.N, nr*nsg), 1, 1}, planarThreads, planarThreads/SIMDWidth*nr*4,
+		tg := planarThreads / SIMDWidth * nr * 4 // the row groups' partial sums
+		if k.Variant&Norm != 0 {                 // and each SIMD group's share of Σres²
+			tg += planarThreads / SIMDWidth * 4
+		}
+		return launch([3]int{ceilDiv(s.N, nr*nsg), 1, 1}, planarThreads, tg,
 			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
 	}
 	sh := gemvShapes[k.DType]

@@ -26,10 +26,10 @@ package kernels
 // GEMVParams is the parameter struct of every gemv_* kernel:
 // y[N] = W[N×K] · x[K] (+ bias[N]), for one token.
 type GEMVParams struct {
-	N uint32 `c:"n"` // output rows: rows of W and elements of y
-	K uint32 `c:"k"` // elements of x and of one row of W; a multiple of the weight's block size
-	_ uint32
-	_ uint32
+	N     uint32  `c:"n"`     // output rows: rows of W and elements of y
+	K     uint32  `c:"k"`     // elements of x and of one row of W; a multiple of the weight's block size
+	Eps   float32 `c:"eps"`   // the RMS norm's epsilon (the _norm forms; 0 otherwise)
+	Parts uint32  `c:"parts"` // the _res forms' threadgroups, each a partial Σres²; the _norm forms add them (0 otherwise)
 }
 
 // GEMMParams is the parameter struct of the prefill GEMMs (simd_gemm_*):

@@ -52,8 +52,15 @@ const (
 // the planar layout q4_0_planar (repack:q4_0_planar, read by
 // gemv_q4_0_planar): a plan with one needs 10. Format 11 added the layouts
 // q4_0_planar_pairs (a gate and an up weight's rows interleaved, read by
-// gemv_q4_0_planar_glu) and q6_k_planar: a plan with either needs 11.
+// gemv_q4_0_planar_glu) and q6_k_planar, and the GEMVs that apply the RMS
+// norm before them or add into the residual after them (gemv_*_norm,
+// gemv_*_res; tuning.fold_norms): a plan with any of them needs 11.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Pipelines {
+		if k := p.Pipelines[i].Kernel; strings.HasPrefix(k, "gemv_") && (strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res")) {
+			return 11
+		}
+	}
 	for i := range p.Buffers {
 		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q4_0_planar_pairs" || r == RecipeRepackPrefix+"q6_k_planar" {
 			return 11

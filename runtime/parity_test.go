@@ -327,11 +327,13 @@ func TestRepackedParityWithLlamaCpp(t *testing.T) {
 	}
 }
 
-// NVIDIA plans gate the gate|up GEMV in its own epilogue (glu_fold: the
-// gate and up rows interleaved in the planar layout, no silu_gate command);
-// replayed on the CPU (its twin gives the unfused bits) they hold to
-// llama.cpp as a GPU plan does (cudaLlamaTol).
-func TestGLUPlansParityWithLlamaCpp(t *testing.T) {
+// NVIDIA plans fuse around their planar GEMVs: the gate|up GEMV gates in
+// its own epilogue (glu_fold: the gate and up rows interleaved, no
+// silu_gate command), and the residual norms fold into the GEMVs around
+// them (tuning.fold_norms: gemv_*_res, gemv_*_norm). Replayed on the CPU
+// (its twins give the unfused bits, or the norm's within float rounding)
+// they hold to llama.cpp as a GPU plan does (cudaLlamaTol).
+func TestFusedGEMVPlansParityWithLlamaCpp(t *testing.T) {
 	for _, arch := range []string{"llama", "qwen3"} {
 		t.Run(arch+" q4_0 h100-sxm matches llama.cpp", func(t *testing.T) {
 			model := synthModel(t, arch, dtype.Q4_0)
@@ -340,17 +342,21 @@ func TestGLUPlansParityWithLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			glu := 0
+			glu, folded := 0, 0
 			for _, c := range p.Program("decode").Commands {
-				if strings.HasSuffix(p.Pipelines[c.Pipeline].Kernel, "_planar_glu") {
+				k := p.Pipelines[c.Pipeline].Kernel
+				if strings.Contains(k, "_planar_glu") {
 					glu++
 				}
+				if strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res") {
+					folded++
+				}
 			}
-			if glu == 0 {
-				t.Fatal("the plan gates no gate|up GEMV")
+			if glu == 0 || folded == 0 {
+				t.Fatalf("the plan gates %d gate|up GEMVs and folds norms into %d GEMVs; want both", glu, folded)
 			}
 			steps, d := parity(t, plan, model, "Hello world, this is a test", 32, cudaLlamaTol(dtype.Q4_0))
-			t.Logf("%s: %d _glu GEMVs a step: %d steps, max |Δ|/max|logit| = %.2g", arch, glu, steps, d)
+			t.Logf("%s: %d _glu and %d folded GEMVs a step: %d steps, max |Δ|/max|logit| = %.2g", arch, glu, folded, steps, d)
 		})
 	}
 }

@@ -77,7 +77,7 @@ func TestKernelsTableSelectsByPattern(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"gemv_q4_0_l_silu", "GEMVParams@5", "w gate up y* bias?", "rmsnorm_f16", "NormParams@3", "gemv_q4_0_planar", "gemv_q4_0_planar_glu", "11 kernels."} {
+	for _, want := range []string{"gemv_q4_0_l_silu", "GEMVParams@5", "w gate up y* bias?", "rmsnorm_f16", "NormParams@3", "gemv_q4_0_planar", "gemv_q4_0_planar_glu", "w x res+ norm_w y* partials* bias?", "14 kernels."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
 		}

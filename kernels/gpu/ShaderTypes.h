@@ -28,8 +28,8 @@
 typedef struct {
     uint32_t n;     //  0: output rows: rows of W and elements of y
     uint32_t k;     //  4: elements of x and of one row of W; a multiple of the weight's block size
-    uint32_t _pad0; //  8: padding
-    uint32_t _pad1; // 12: padding
+    float    eps;   //  8: the RMS norm's epsilon (the _norm forms; 0 otherwise)
+    uint32_t parts; // 12: the _res forms' threadgroups, each a partial Σres²; the _norm forms add them (0 otherwise)
 } GEMVParams;
 AKUNU_STATIC_ASSERT(sizeof(GEMVParams) == 16, "GEMVParams is 16 bytes in Go");
 

@@ -174,14 +174,27 @@ inline float q4_0_planar_dot(uint4 q, float d, thread const uint* xq, int xs, fl
     return d * (dx * small_int_float(acc - 8 * xs));
 }
 
-// G (the _glu form): W's rows are gate and up in turn (the
-// repack:<dtype>_planar_pairs layout), and the row group's lanes 2i and
-// 2i + 1 meet by a shuffle: y[row/2] = silu(gate)·up, each rounded to the
-// activation type first, as the gate|up GEMV and silu_gate would store
-// them. nr is even and so is N, so a pair never straddles two groups.
-template <int T, bool G>
+// gemv_planar_body: F is the form, a sum of flags (0: plain).
+// FORM_RES (the norm_fold rule's GEMV before a folded residual norm): res
+// += the result, rounded as residual_rmsnorm adds them, y = res·norm_w,
+// rounded, and each threadgroup's Σres² of its rows to
+// partials[threadgroup] (p.parts of them). FORM_NORM (the GEMV after it):
+// x is that y, and the product is scaled by 1/sqrt(Σ partials / k + eps),
+// each threadgroup adding the p.parts partials (not the residual) while its
+// weights stream. FORM_GLU (the _glu form): W's rows are gate and up in
+// turn (the repack:<dtype>_planar_pairs layout), and the row group's lanes
+// 2i and 2i + 1 meet by a shuffle: y[row/2] = silu(gate)·up, each rounded
+// to the activation type first, as the gate|up GEMV and silu_gate would
+// store them. nr is even and so is N, so a pair never straddles two groups.
+#define FORM_NORM 1
+#define FORM_RES 2
+#define FORM_GLU 4
+template <int T, int F>
 inline void gemv_planar_body(device const uchar* w,
                              device const half* x,
+                             device half* res,
+                             device const float* norm_w,
+                             device float* partials,
                              device half* y,
                              device const float* bias,
                              constant GEMVParams& p,
@@ -198,6 +211,10 @@ inline void gemv_planar_body(device const uchar* w,
     device const uchar* qb = (device const uchar*)(qs + ulong(row0) * nb);
     for (ulong off = ulong(kl) * 128; off < ulong(nrows) * nb * 16; off += ulong(kt) * 128) prefetch_l2(qb + off);
     grid_wait();
+    float ss = 0.0f; // FORM_NORM: this thread's share of the partials
+    if ((F & FORM_NORM) != 0) {
+        for (uint i = t; i < p.parts; i += 128) ss += partials[i];
+    }
     float sums[GEMV_MAX_NR];
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
     if (nrows > 0) {
@@ -219,13 +236,20 @@ inline void gemv_planar_body(device const uchar* w,
         float s = simd_sum(sums[r]);
         if (lane == 0) tgmem[sg * nr + r] = s;
     }
+    if ((F & FORM_NORM) != 0) {
+        ss = simd_sum(ss);
+        if (lane == 0) tgmem[4 * nr + sg] = ss; // after the 4 SIMD groups' nr sums each
+    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     uint per = kt / 32; // SIMD groups a row group spans
-    if (G) {
+    float sc = 1.0f;    // FORM_NORM: the norm's 1/rms, from the SIMD groups' shares of Σres²
+    if ((F & FORM_NORM) != 0) sc = 1.0f / sqrt((tgmem[4 * nr] + tgmem[4 * nr + 1] + tgmem[4 * nr + 2] + tgmem[4 * nr + 3]) / float(p.k) + p.eps);
+    if ((F & FORM_GLU) != 0) {
         if (sg % per == 0) { // the whole SIMD group, for the shuffle
             float s = 0.0f;
             if (lane < nrows) {
                 for (uint g = 0; g < per; g++) s += tgmem[(sg + g) * nr + lane];
+                s *= sc;
                 s = float(half(has_bias ? s + bias[row0 + lane] : s));
             }
             float u = shfl_xor(s, 1);
@@ -233,10 +257,28 @@ inline void gemv_planar_body(device const uchar* w,
         }
         return;
     }
+    float hs = 0.0f; // FORM_RES: this lane's new res, squared
     if (sg % per == 0 && lane < nrows) {
         float s = 0.0f;
         for (uint g = 0; g < per; g++) s += tgmem[(sg + g) * nr + lane];
-        y[row0 + lane] = half(has_bias ? s + bias[row0 + lane] : s);
+        uint row = row0 + lane;
+        s *= sc;
+        if (has_bias) s += bias[row];
+        if ((F & FORM_RES) != 0) {
+            half h = half(float(half(s)) + float(res[row]));
+            res[row] = h;
+            y[row] = half(float(h) * norm_w[row]);
+            hs = float(h) * float(h);
+        } else {
+            y[row] = half(s);
+        }
+    }
+    if ((F & FORM_RES) != 0) { // the threadgroup's Σres², after the row sums are read
+        hs = simd_sum(hs);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (lane == 0) tgmem[sg] = hs;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        if (t == 0 && tgpig.x < p.parts) partials[tgpig.x] = tgmem[0] + tgmem[1] + tgmem[2] + tgmem[3];
     }
 }
 
@@ -250,7 +292,38 @@ inline void gemv_planar(device const uchar* w,
                         uint3 tgpig,
                         uint sg,
                         uint lane) {
-    gemv_planar_body<T, false>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+    // res, norm_w and partials unread
+    gemv_planar_body<T, 0>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_norm(device const uchar* w,
+                             device const half* x,
+                             device const float* partials,
+                             device half* y,
+                             device const float* bias,
+                             constant GEMVParams& p,
+                             threadgroup float* tgmem,
+                             uint3 tgpig,
+                             uint sg,
+                             uint lane) {
+    gemv_planar_body<T, FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_res(device const uchar* w,
+                            device const half* x,
+                            device half* res,
+                            device const float* norm_w,
+                            device half* y,
+                            device float* partials,
+                            device const float* bias,
+                            constant GEMVParams& p,
+                            threadgroup float* tgmem,
+                            uint3 tgpig,
+                            uint sg,
+                            uint lane) {
+    gemv_planar_body<T, FORM_RES>(w, x, res, norm_w, partials, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
 template <int T>
@@ -263,7 +336,21 @@ inline void gemv_planar_glu(device const uchar* w,
                             uint3 tgpig,
                             uint sg,
                             uint lane) {
-    gemv_planar_body<T, true>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, FORM_GLU>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_glu_norm(device const uchar* w,
+                                 device const half* x,
+                                 device const float* partials,
+                                 device half* y,
+                                 device const float* bias,
+                                 constant GEMVParams& p,
+                                 threadgroup float* tgmem,
+                                 uint3 tgpig,
+                                 uint sg,
+                                 uint lane) {
+    gemv_planar_body<T, FORM_GLU + FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
 // The wide shape runs the standard code with nsg = 8; a function of its
@@ -339,6 +426,9 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_q6_k_l_silu = gemv_l_silu<W_Q6_K>
 //! entry gemv_q4_0_planar = gemv_planar<W_Q4_0>
 //! entry gemv_q4_0_planar_glu = gemv_planar_glu<W_Q4_0>
+//! entry gemv_q4_0_planar_norm = gemv_planar_norm<W_Q4_0>
+//! entry gemv_q4_0_planar_glu_norm = gemv_planar_glu_norm<W_Q4_0>
+//! entry gemv_q4_0_planar_res = gemv_planar_res<W_Q4_0>
 //! entry gemv_q6_k_planar = gemv<W_Q6_K_PLANAR>
 //! entry gemv_wide_q6_k_planar = gemv_wide<W_Q6_K_PLANAR>
 //! entry gemv_q6_k_planar_l = gemv_l<W_Q6_K_PLANAR>

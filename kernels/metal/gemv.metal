@@ -282,6 +282,47 @@ kernel void gemv_q4_0_planar_glu(device const uchar* w [[buffer(0)]],
     gemv_planar_glu<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+kernel void gemv_q4_0_planar_glu_norm(device const uchar* w [[buffer(0)]],
+                                      device const half* x [[buffer(1)]],
+                                      device const float* partials [[buffer(2)]],
+                                      device half* y [[buffer(3)]],
+                                      device const float* bias [[buffer(4)]],
+                                      constant GEMVParams& p [[buffer(5)]],
+                                      threadgroup float* tgmem [[threadgroup(0)]],
+                                      uint3 tgpig [[threadgroup_position_in_grid]],
+                                      uint sg [[simdgroup_index_in_threadgroup]],
+                                      uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_glu_norm<W_Q4_0>(w, x, partials, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_q4_0_planar_norm(device const uchar* w [[buffer(0)]],
+                                  device const half* x [[buffer(1)]],
+                                  device const float* partials [[buffer(2)]],
+                                  device half* y [[buffer(3)]],
+                                  device const float* bias [[buffer(4)]],
+                                  constant GEMVParams& p [[buffer(5)]],
+                                  threadgroup float* tgmem [[threadgroup(0)]],
+                                  uint3 tgpig [[threadgroup_position_in_grid]],
+                                  uint sg [[simdgroup_index_in_threadgroup]],
+                                  uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_norm<W_Q4_0>(w, x, partials, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void gemv_q4_0_planar_res(device const uchar* w [[buffer(0)]],
+                                 device const half* x [[buffer(1)]],
+                                 device half* res [[buffer(2)]],
+                                 device const float* norm_w [[buffer(3)]],
+                                 device half* y [[buffer(4)]],
+                                 device float* partials [[buffer(5)]],
+                                 device const float* bias [[buffer(6)]],
+                                 constant GEMVParams& p [[buffer(7)]],
+                                 threadgroup float* tgmem [[threadgroup(0)]],
+                                 uint3 tgpig [[threadgroup_position_in_grid]],
+                                 uint sg [[simdgroup_index_in_threadgroup]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_res<W_Q4_0>(w, x, res, norm_w, y, partials, bias, p, tgmem, tgpig, sg, lane);
+}
+
 kernel void gemv_q4_0_silu(device const uchar* w [[buffer(0)]],
                            device const half* gate [[buffer(1)]],
                            device const half* up [[buffer(2)]],

@@ -33,6 +33,16 @@ type gemv struct {
 	// ups), and y is their SiLU gate, as silu_gate computes it.
 	glu bool
 	gu  []float32
+	// The norm_fold rule's forms (GPU plans'). norm (_norm): x is a _res
+	// GEMV's res·norm_w, and each row's product is scaled by the norm's
+	// 1/rms of res (sc, computed once a run). res (_res): res += the
+	// result (both rounded to the activation type, as residual_rmsnorm
+	// adds them), and y = res·norm_w, rounded.
+	norm, res bool
+	sc        float32
+	// binding slots of bias and partials (-1: none)
+	bslot, pslot int
+	tgRows       int // _res: rows a GPU threadgroup owns (nr·nsg), one partial each
 
 	// per run, for do
 	e  *Exec
@@ -46,10 +56,18 @@ type gemv struct {
 
 func bindGEMV(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	g := &gemv{wt: weightTypeOf(k.DType), act: actOf(k.Act), silu: k.Variant&kernels.SiLU != 0, bias: c.b("has_bias"),
-		x16: x16For(k), planar: k.Variant&kernels.Planar != 0, glu: k.Variant&kernels.GLU != 0}
-	g.y = 2
-	if g.silu {
-		g.y = 3
+		x16: x16For(k), planar: k.Variant&kernels.Planar != 0, glu: k.Variant&kernels.GLU != 0, norm: k.Variant&kernels.Norm != 0, res: k.Variant&kernels.Residual != 0}
+	g.y, g.bslot, g.pslot = -1, -1, -1
+	g.tgRows = int(c.u("nr", 1) * c.u("nsg", 1))
+	for _, b := range k.Bindings { // y, bias and partials by name: the forms differ in what comes before
+		switch b.Name {
+		case "y":
+			g.y = b.Slot
+		case "bias":
+			g.bslot = b.Slot
+		case "partials":
+			g.pslot = b.Slot
+		}
 	}
 	return g, unsafe.Pointer(&g.p)
 }
@@ -80,6 +98,13 @@ func (g *gemv) prepare(e *Exec) error {
 	}
 	if err := checkX16(e.Kernel, g.x16, g.act, n); err != nil {
 		return err
+	}
+	if parts := int(g.p.Parts); (g.norm || g.res) && len(e.buf(g.pslot)) < 4*parts {
+		return fmt.Errorf("partials hold %d bytes, %d need %d: %w", len(e.buf(g.pslot)), parts, 4*parts, ErrUnsupported)
+	}
+	if g.res && (len(e.buf(2)) < n*g.act.size() || len(e.buf(3)) < 4*n || g.tgRows <= 0 || int(g.p.Parts) < (n+g.tgRows-1)/g.tgRows) {
+		return fmt.Errorf("res holds %d bytes, norm_w %d and partials %d, %d rows of %d a threadgroup need %d, %d and %d: %w",
+			len(e.buf(2)), len(e.buf(3)), g.p.Parts, n, g.tgRows, n*g.act.size(), 4*n, (n+g.tgRows-1)/max(g.tgRows, 1), ErrUnsupported)
 	}
 	if g.x16 != nil {
 		e.b.scratch.x16 = growBytes(e.b.scratch.x16, g.x16.recs(1, k))
@@ -145,9 +170,16 @@ func (g *gemv) run(e *Exec) {
 	} else {
 		g.act.load(x, e.buf(1), 0, k)
 	}
+	if g.norm { // the norm's scale, from the _res GEMV's partial sums
+		var ss float64
+		for _, v := range f32s(e.buf(g.pslot))[:g.p.Parts] {
+			ss += float64(v)
+		}
+		g.sc = rmsScale(ss, k, g.p.Eps)
+	}
 	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(g.y), g.wt.rowBytes(k)
 	if g.bias {
-		g.bb = f32s(e.buf(g.y + 1))
+		g.bb = f32s(e.buf(g.bslot))
 	}
 	if g.wt.q != nil {
 		s.q8.quantize(g.wt.aq, x, 1, k)
@@ -169,6 +201,17 @@ func (g *gemv) run(e *Exec) {
 		gate, up := g.gu[:n/2], g.gu[n/2:n]
 		siluMul(gate, up)
 		g.act.store(g.yb, 0, gate)
+	}
+	if g.res { // each GPU threadgroup's Σres² of its rows, as stored
+		rb, parts := e.buf(2), f32s(e.buf(g.pslot))
+		for t := range (n + g.tgRows - 1) / g.tgRows {
+			var ss float32
+			for r := t * g.tgRows; r < min(n, (t+1)*g.tgRows); r++ {
+				v := g.act.get(rb, r)
+				ss += v * v
+			}
+			parts[t] = ss
+		}
 	}
 }
 
@@ -246,8 +289,12 @@ func addBias(y, b []float32) {
 	}
 }
 
-// set stores row r's dot product v (plus its bias) into y.
+// set stores row r's dot product v (scaled by the norm's 1/rms for _norm,
+// plus its bias) into y; for _res into res, and res·norm_w into y.
 func (g *gemv) set(r int, v float32) {
+	if g.norm {
+		v *= g.sc
+	}
 	if g.bias {
 		v += g.bb[r]
 	}
@@ -257,6 +304,14 @@ func (g *gemv) set(r int, v float32) {
 		}
 		g.gu[r/2+(r&1)*(int(g.p.N)/2)] = v
 		return
+	}
+	if g.res { // as residual_rmsnorm: the result as stored, plus the residual, stored; then times the norm's weight
+		if g.act == actF16 {
+			v = h2f(f2h(v))
+		}
+		rb := g.e.buf(2)
+		g.act.set(rb, r, v+g.act.get(rb, r))
+		v = g.act.get(rb, r) * f32s(g.e.buf(3))[r]
 	}
 	g.act.set(g.yb, r, v)
 }

@@ -115,18 +115,57 @@ func TestGEMVMatchesFloat64Reference(t *testing.T) {
 				if bias {
 					bs["bias"] = f32bytes(bv)
 				}
-				h.run(k.Name, kernels.GEMVParams{N: uint32(n), K: uint32(kk)}, consts{"has_bias": b2u(bias)}, bs)
+				// the norm_fold forms: _norm's scale from partial sums,
+				// _res's residual (n), next norm weight and partials
+				sc, norm, res := 1.0, k.Variant&kernels.Norm != 0, k.Variant&kernels.Residual != 0
+				var res0 []float64
+				var nw []float32
+				parts := uint32(0)
+				switch {
+				case norm: // a residual's Σ², in three partials
+					ps := make([]float32, 3)
+					ss := 0.0
+					for i, v := range randFloats(r, kk, 3) {
+						ps[i%3] += v * v
+						ss += float64(v) * float64(v)
+					}
+					bs["partials"], parts = f32bytes(ps), 3
+					sc = 1 / math.Sqrt(ss/float64(kk)+1e-5)
+				case res: // a partial a row (nr and nsg are 1 here)
+					rv := randFloats(r, n, 3)
+					nw = randFloats(r, n, 1)
+					bs["res"], bs["norm_w"], res0 = actBytes(a, rv), f32bytes(nw), stored(a, rv)
+					bs["partials"], parts = Alloc(4*n), uint32(n)
+				}
+				h.run(k.Name, kernels.GEMVParams{N: uint32(n), K: uint32(kk), Eps: 1e-5, Parts: parts}, consts{"has_bias": b2u(bias)}, bs)
 				got := actFloats(a, y, n)
+				var gotRes []float64
+				if res {
+					gotRes = actFloats(a, bs["res"], n)
+					for row, p := range f32s(bs["partials"])[:n] {
+						if want := gotRes[row] * gotRes[row]; !near(float64(p), want, want*1e-6+1e-9) {
+							t.Fatalf("row %d: partial %g, want res² %g", row, p, want)
+						}
+					}
+				}
 				for row := range n {
 					var want float64
 					wr := wref[row*kk : row*kk+kk]
 					for i := range kk {
 						want += wr[i] * float64(x[i])
 					}
+					tol := gemvTol(wr, x, dt, a == actF16, want*sc) * max(sc, 1)
+					want *= sc
 					if bias {
 						want += float64(bv[row])
 					}
-					tol := gemvTol(wr, x, dt, a == actF16, want)
+					if res { // res gets the result, rounded, plus itself, rounded; y is that times the weight, rounded
+						rtol := tol + math.Abs(want+res0[row])*2*f16ulp + 1e-6
+						if !near(gotRes[row], want+res0[row], rtol) {
+							t.Fatalf("row %d: res %g, want %g (tolerance %g)", row, gotRes[row], want+res0[row], rtol)
+						}
+						want, tol = gotRes[row]*float64(nw[row]), math.Abs(gotRes[row]*float64(nw[row]))*f16ulp+1e-6
+					}
 					if !near(got[row], want, tol) {
 						t.Fatalf("row %d: got %g, want %g (tolerance %g)", row, got[row], want, tol)
 					}
@@ -293,39 +332,56 @@ func TestPlanarGLUGivesTheUnfusedBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	h := newHarness(t, 3)
 	const kk = 512
-	for _, n := range []int{1, 2, 5, 37, 64} {
-		for _, bias := range []bool{false, true} {
-			w, _ := weights(t, r, dtype.Q4_0, 2*n, kk) // gate rows, then up rows
-			rb := len(w) / (2 * n)
-			pairs, p := Alloc(len(w)), Alloc(len(w))
-			if err := kernels.InterleaveRows(pairs, w[:n*rb], w[n*rb:], rb); err != nil {
-				t.Fatal(err)
-			}
-			if err := kernels.ToPlanar(dtype.Q4_0, p, pairs); err != nil {
-				t.Fatal(err)
-			}
-			x := actBytes(actF16, randFloats(r, kk, 1))
-			bv := randFloats(r, 2*n, 1) // the gate's biases, then the up's
-			bp := make([]float32, 2*n)  // in the interleaved rows' order
-			for i := range n {
-				bp[2*i], bp[2*i+1] = bv[i], bv[n+i]
-			}
-			y2, y := Alloc(2*2*n), Alloc(2*n)
-			bs := binds{"w": w, "x": x, "y": y2}
-			bsg := binds{"w": p, "x": x, "y": y}
-			if bias {
-				bs["bias"], bsg["bias"] = f32bytes(bv), f32bytes(bp)
-			}
-			h.run("gemv_q4_0", kernels.GEMVParams{N: uint32(2 * n), K: kk}, consts{"has_bias": b2u(bias)}, bs)
-			h.run("gemv_q4_0_planar_glu", kernels.GEMVParams{N: uint32(2 * n), K: kk}, consts{"has_bias": b2u(bias)}, bsg)
-			gate, up := make([]float32, n), make([]float32, n)
-			actF16.load(gate, y2, 0, n)
-			actF16.load(up, y2, n, n)
-			siluMul(gate, up)
-			want := Alloc(2 * n)
-			actF16.store(want, 0, gate)
-			if !bytes.Equal(y, want) {
-				t.Errorf("n %d bias %v: the _glu GEMV's y differs from the gate|up GEMV's and silu_gate's", n, bias)
+	for _, norm := range []bool{false, true} {
+		for _, n := range []int{1, 2, 5, 37, 64} {
+			for _, bias := range []bool{false, true} {
+				w, _ := weights(t, r, dtype.Q4_0, 2*n, kk) // gate rows, then up rows
+				rb := len(w) / (2 * n)
+				pairs, p, pw := Alloc(len(w)), Alloc(len(w)), Alloc(len(w))
+				if err := kernels.InterleaveRows(pairs, w[:n*rb], w[n*rb:], rb); err != nil {
+					t.Fatal(err)
+				}
+				if err := kernels.ToPlanar(dtype.Q4_0, p, pairs); err != nil {
+					t.Fatal(err)
+				}
+				if err := kernels.ToPlanar(dtype.Q4_0, pw, w); err != nil {
+					t.Fatal(err)
+				}
+				x := actBytes(actF16, randFloats(r, kk, 1))
+				bv := randFloats(r, 2*n, 1) // the gate's biases, then the up's
+				bp := make([]float32, 2*n)  // in the interleaved rows' order
+				for i := range n {
+					bp[2*i], bp[2*i+1] = bv[i], bv[n+i]
+				}
+				y2, y := Alloc(2*2*n), Alloc(2*n)
+				bs := binds{"w": w, "x": x, "y": y2}
+				bsg := binds{"w": p, "x": x, "y": y}
+				if bias {
+					bs["bias"], bsg["bias"] = f32bytes(bv), f32bytes(bp)
+				}
+				prm := kernels.GEMVParams{N: uint32(2 * n), K: kk}
+				plain, glu := "gemv_q4_0", "gemv_q4_0_planar_glu"
+				if norm { // the unfused form is the planar _norm GEMV, the same partial sums
+					bs["w"] = pw
+					bs["partials"] = f32bytes(randFloats(r, 3, 1))
+					for i, v := range f32s(bs["partials"]) {
+						f32s(bs["partials"])[i] = v*v*kk + 1
+					}
+					bsg["partials"] = bs["partials"]
+					prm.Eps, prm.Parts = 1e-5, 3
+					plain, glu = "gemv_q4_0_planar_norm", "gemv_q4_0_planar_glu_norm"
+				}
+				h.run(plain, prm, consts{"has_bias": b2u(bias)}, bs)
+				h.run(glu, prm, consts{"has_bias": b2u(bias)}, bsg)
+				gate, up := make([]float32, n), make([]float32, n)
+				actF16.load(gate, y2, 0, n)
+				actF16.load(up, y2, n, n)
+				siluMul(gate, up)
+				want := Alloc(2 * n)
+				actF16.store(want, 0, gate)
+				if !bytes.Equal(y, want) {
+					t.Errorf("%s n %d bias %v: y differs from %s's and silu_gate's", glu, n, bias, plain)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -251,7 +252,7 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		if v&kernels.Planar != 0 {
 			b["w"] = planar(t, k.DType, b["w"])
 		}
-		return kcase{s, kernels.GEMVParams{N: tN, K: tK}, b}, nil
+		return kcase{s, foldInputs(t, r, k, b, s), b}, nil
 	case kernels.OpGEMM:
 		m := 37
 		if v&kernels.Small != 0 {
@@ -409,9 +410,35 @@ func planarShapes(t *testing.T, r *rand.Rand, k *kernels.Kernel) []kcase {
 			n++
 		}
 		b := map[string][]byte{"w": planar(t, k.DType, quantized(t, r, k.DType, n, kk)), "x": f16s(r, kk, 1), "y": make([]byte, 2*n), "bias": f32s(r, n, 1, 0)}
-		out = append(out, kcase{kernels.Shape{Tokens: 1, N: n, K: kk, VecX: true}, kernels.GEMVParams{N: uint32(n), K: uint32(kk)}, b})
+		sh := kernels.Shape{Tokens: 1, N: n, K: kk, VecX: true}
+		out = append(out, kcase{sh, foldInputs(t, r, k, b, sh), b})
 	}
 	return out
+}
+
+// foldInputs adds the norm_fold forms' inputs to a GEMV case of shape s
+// and returns its parameters: for _norm, partial sums of squares (as a
+// _res GEMV leaves them, three of them); for _res, the residual (n rows,
+// updated), the next norm's weight and a partial for each threadgroup of
+// the launch.
+func foldInputs(t *testing.T, r *rand.Rand, k *kernels.Kernel, b map[string][]byte, s kernels.Shape) kernels.GEMVParams {
+	p := kernels.GEMVParams{N: uint32(s.N), K: uint32(s.K), Eps: 1e-5}
+	switch {
+	case k.Variant&kernels.Norm != 0:
+		b["partials"], p.Parts = f32s(r, 3, 0, float64(s.K)*5), 3
+	case k.Variant&kernels.Residual != 0:
+		tun, err := chips.Resolve("h100-sxm", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := k.Geometry(s, tun.Tuning())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Parts = uint32(l.Grid[0])
+		b["res"], b["norm_w"], b["partials"] = f16s(r, s.N, 4), f32s(r, s.N, 0.3, 1), make([]byte, 4*l.Grid[0])
+	}
+	return p
 }
 
 // quantizesX reports whether the CUDA kernel k quantizes x to 8 bits as
@@ -461,16 +488,25 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 			x[i] = f16(c.bufs["x"], i)
 		}
 	}
-	y := make([]byte, 2*m*n)
+	sc := 1.0 // _norm: the RMS norm's scale from the partial sums
+	if k.Variant&kernels.Norm != 0 {
+		ss := 0.0
+		for i := range int(c.params.(kernels.GEMVParams).Parts) {
+			ss += float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["partials"][4*i:])))
+		}
+		sc = 1 / math.Sqrt(ss/float64(kk)+float64(c.params.(kernels.GEMVParams).Eps))
+	}
 	rnd := func(v float64) float64 { return float64(dtype.Float16frombits(dtype.Float16bits(float32(v)))) }
+	y, res := make([]byte, 2*m*n), slices.Clone(c.bufs["res"])
 	for r := range m {
 		for o := range n {
 			s := 0.0
-			if c.shape.Bias {
-				s = float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
-			}
 			for e := range kk {
 				s += float64(w[o*kk+e]) * x[r*kk+e]
+			}
+			s *= sc
+			if c.shape.Bias {
+				s += float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
 			}
 			if k.Variant&kernels.GLU != 0 { // rows gate and up in turn: the gate at o/2
 				if o%2 == 0 {
@@ -482,8 +518,16 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 				binary.LittleEndian.PutUint16(y[2*(r*n/2+o/2):], dtype.Float16bits(float32(g/(1+math.Exp(-g))*rnd(s))))
 				continue
 			}
+			if k.Variant&kernels.Residual != 0 { // res += the product; y = res·norm_w
+				h := rnd(rnd(s) + f16(res, o))
+				binary.LittleEndian.PutUint16(res[2*o:], dtype.Float16bits(float32(h)))
+				s = h * float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["norm_w"][4*o:])))
+			}
 			binary.LittleEndian.PutUint16(y[2*(r*n+o):], dtype.Float16bits(float32(s)))
 		}
+	}
+	if k.Variant&kernels.Residual != 0 {
+		return map[string][]byte{"y": y, "res": res}
 	}
 	return map[string][]byte{"y": y}
 }
