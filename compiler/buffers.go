@@ -47,9 +47,6 @@ type scratchPlan struct {
 	zeros   uint32
 	parts   uint32 // the parallel attention's partials; valid when hasPart
 	hasPart bool
-	// counters: the merged parallel attention's, a head each; valid
-	// when some attention has that kernel.
-	counters uint32
 	// normParts: the norm_fold GEMVs' partial sums (a _res GEMV's
 	// threadgroups', read by the _norm GEMV after it); valid when some
 	// matmul has Residual.
@@ -103,22 +100,17 @@ func bufferPass(s *state) (string, error) {
 		sl.buf = p.AddBuffer(plans.Buffer{Name: sl.name, Kind: plans.BufScratch, Size: n * uint64(actBytes),
 			DType: dtypeName(s.act), Shape: []uint64{n}})
 	}
-	// The parallel decode attention's partial results, and the merged
-	// form's counters (one a head).
-	parts, counters := 0, 0
+	// The parallel decode attention's partial results.
+	parts := 0
 	for _, pr := range s.progs {
 		for i, ks := range pr.kernels {
-			a, ok := pr.g.Nodes[i].(*Attention)
-			if !ok || ks[0].Variant&kernels.Parallel == 0 {
-				continue
-			}
-			l, err := ks[0].Geometry(attnShape(s, pr, a), s.tuning)
-			if err != nil {
-				return "", fmt.Errorf("%s: %w", a.Label, err)
-			}
-			parts = max(parts, a.Heads*l.Grid[1]*(a.HeadDimV+2))
-			if ks[0].Variant&kernels.Merged != 0 {
-				counters = max(counters, a.Heads)
+			if len(ks) == 2 {
+				a := pr.g.Nodes[i].(*Attention)
+				l, err := ks[0].Geometry(attnShape(s, pr, a), s.tuning)
+				if err != nil {
+					return "", fmt.Errorf("%s: %w", a.Label, err)
+				}
+				parts = max(parts, a.Heads*l.Grid[1]*(a.HeadDimV+2))
 			}
 		}
 	}
@@ -143,10 +135,6 @@ func bufferPass(s *state) (string, error) {
 		sp.hasPart = true
 		sp.parts = p.AddBuffer(plans.Buffer{Name: "attn.partials", Kind: plans.BufScratch, Size: uint64(parts) * 4,
 			DType: "f32", Shape: []uint64{uint64(parts)}})
-	}
-	if counters > 0 { // zero at load (the runtime zeroes scratch); each command leaves them zero
-		sp.counters = p.AddBuffer(plans.Buffer{Name: "attn.counters", Kind: plans.BufScratch, Size: uint64(counters) * 4,
-			DType: "u32", Shape: []uint64{uint64(counters)}})
 	}
 	// KV, per layer that attends, in layer order.
 	var kvBytes uint64

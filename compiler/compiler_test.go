@@ -114,11 +114,11 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold), folds the residual norms (tuning.fold_norms) and merges attention's splits (tuning.merge_splits)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold) and folds the residual norms (tuning.fold_norms)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_merged_f16",
-			"gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
+		want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 		}

@@ -325,10 +325,6 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 			}
 			binds["pos"] = bref{buf: s.scratch.seqLast, len: 4 * uint64(e.p.rows)}
 		}
-		if ks[0].Variant&kernels.Merged != 0 {
-			binds["partials"], binds["counters"] = e.whole(s.scratch.parts), e.whole(s.scratch.counters)
-			return e.emit(n, ks[0], sh, prm, binds, e.class(q), read+e.whole(s.scratch.parts).len)
-		}
 		if len(ks) == 2 {
 			binds["partials"] = e.whole(s.scratch.parts)
 			if err := e.emit(n, ks[0], sh, prm, binds, e.class(q), read); err != nil {

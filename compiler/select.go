@@ -215,11 +215,6 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 			if k.Variant&kernels.Parallel == 0 {
 				return []*kernels.Kernel{k}, nil
 			}
-			if s.tuning.MergeSplits { // the last split merges: no reduce command
-				if m, err := kernels.Find(kernels.Spec{Op: k.Op, Variant: k.Variant | kernels.Merged, Act: s.act}); err == nil {
-					return []*kernels.Kernel{m}, nil
-				}
-			}
 			r, err := kernels.Find(kernels.Spec{Op: kernels.OpAttentionDecodeReduce, Act: s.act})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", n.Label, err)

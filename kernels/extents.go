@@ -457,7 +457,6 @@ func attentionRule(r *rule) {
 				r.fail("constant n_splits is 0")
 			}
 			r.need("partials", mul(nh, splits, hdv+2, 4), "n_heads×n_splits×(head_dim_v+2) floats")
-			r.need("counters", mul(nh, 4), "n_heads counters")
 		}
 		return
 	}

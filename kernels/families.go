@@ -403,8 +403,6 @@ var families = []*family{
 			switch {
 			case s.Variant&Fast != 0:
 				return "attention of one query per head over the KV cache, tiled over the keys"
-			case s.Variant&Merged != 0:
-				return "attention of one query per head, the keys split over threadgroups, the last split of a head to finish merging them"
 			case s.Variant&Parallel != 0:
 				return "attention of one query per head, the keys split over threadgroups: partial results"
 			}
@@ -415,11 +413,6 @@ var families = []*family{
 				in("q", RoleActivation, "q [n_heads, head_dim]"),
 				in("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], "+kvNote(s)),
 				in("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], "+kvNote(s)),
-			}
-			if s.Variant&Merged != 0 {
-				return append(b, out("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float: outputs, max, sum"),
-					out("out", RoleActivation, "out [n_heads, head_dim_v]"),
-					elem(inout("counters", RoleScratch, "[n_heads] uint: splits of the head finished; zero before and after the command (the last split resets it)"), "u32"))
 			}
 			if s.Variant&Parallel != 0 {
 				return append(b, out("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float: outputs, max, sum"))
@@ -437,15 +430,13 @@ var families = []*family{
 			switch {
 			case s.Variant&Fast != 0:
 				return "one threadgroup of 8 SIMD groups per query head, keys in tiles of 32, one per lane; grid = heads"
-			case s.Variant&Merged != 0:
-				return "a threadgroup per (head, split) over n_splits slices of the keys, partial results to scratch; the head's last threadgroup to count itself in merges them; grid = (heads, n_splits)"
 			case s.Variant&Parallel != 0:
 				return "a threadgroup per (head, split) over n_splits slices of the keys, partial results to scratch; grid = (heads, n_splits)"
 			}
 			return "one threadgroup of 4 SIMD groups per query head, keys interleaved over the groups, merged in threadgroup memory; grid = heads"
 		},
 		instances: func() []Spec {
-			return append(append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel, Parallel|Merged), specs(OpAttentionDecode, f32Only)...),
+			return append(append(specs(OpAttentionDecode, f16Only, 0, Fast, Parallel), specs(OpAttentionDecode, f32Only)...),
 				kvSpecs(OpAttentionDecode, 0)...)
 		},
 	},

@@ -442,9 +442,7 @@ func attnSplits(maxCtx int) int { return min(max(ceilDiv(maxCtx, attnSplitKV), 2
 // Parallel: with a long cache, one threadgroup per head leaves cores idle,
 // so threadgroup (h, s) takes split s of the key range of head h and writes
 // its partial state (max, sum, head_dim_v outputs) to the scratch buffer;
-// flash_attention_decode_reduce_* merges the splits. Merged: the same, and
-// the head's last threadgroup to finish (a counter per head) merges them
-// itself; 16 bytes more threadgroup memory for the flag that says so.
+// flash_attention_decode_reduce_* merges the splits.
 // grid = (Heads, splits), 128 threads; the split count is the n_splits
 // constant (attnSplits).
 func attnDecodeGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
@@ -463,9 +461,6 @@ func attnDecodeGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	case k.Variant&Parallel != 0:
 		grid[1] = attnSplits(s.MaxCtx)
 		vals["n_splits"] = uint32(grid[1])
-		if k.Variant&Merged != 0 { // and whether this threadgroup was the head's last
-			tgMem += 16
-		}
 	}
 	return launch(grid, sg*SIMDWidth, tgMem, values(k, vals)...), nil
 }

@@ -81,7 +81,7 @@ func (o Op) Typed() bool {
 }
 
 // Variant is a set of flags that select a kernel's shape within its op.
-type Variant uint32
+type Variant uint16
 
 const (
 	LargeK      Variant = 1 << iota // GEMV: a row split across SIMD groups (_l)
@@ -100,11 +100,10 @@ const (
 	Planar                          // GEMV: the weight's quants and scales in two planes (_planar; docs/formats.md#planar)
 	GLU                             // GEMV: W's rows gate and up in turn; y[i] = silu(row 2i·x)·(row 2i+1·x) (_glu)
 	Norm                            // GEMV: x is a _res GEMV's res·norm_w; the product is scaled by 1/rms(res) (_norm)
-	Merged                          // parallel decode attention: the last split of a head to finish merges them, no reduce command (_merged)
 	numVariants = iota
 )
 
-var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16", "kv_q8_0", "kv_f32", "planar", "glu", "norm", "merged"}
+var variantNames = [numVariants]string{"large_k", "wide", "silu", "small", "residual", "neox", "fast", "parallel", "v2", "rows", "x16", "kv_q8_0", "kv_f32", "planar", "glu", "norm"}
 
 // KVTypes are the types a KV cache can be stored in, the default first;
 // kvVariants are their variant flags (F16 has none).
@@ -133,7 +132,7 @@ func (v Variant) Names() []string {
 		}
 	}
 	if rest := v &^ (1<<numVariants - 1); rest != 0 {
-		out = append(out, fmt.Sprintf("0x%x", uint32(rest)))
+		out = append(out, fmt.Sprintf("0x%x", uint16(rest)))
 	}
 	return out
 }
@@ -154,7 +153,7 @@ var allowed = [numOps]Variant{
 	OpRoPE:                NeoX | Rows,
 	OpRoPEQKVWrite:        NeoX | Rows | KVQ8 | KVF32,
 	OpHeadNormRoPEKVWrite: NeoX | Rows | KVQ8 | KVF32,
-	OpAttentionDecode:     Fast | Parallel | Merged | KVQ8 | KVF32,
+	OpAttentionDecode:     Fast | Parallel | KVQ8 | KVF32,
 	OpAttentionPrefill:    V2 | Rows | KVQ8 | KVF32,
 }
 
@@ -180,7 +179,7 @@ type Spec struct {
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
 //	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows][_kv]_<act>, head_norm_rope[_neox]_kv_write[_rows][_kv]_<act>
-//	flash_attention_decode[_fast|_parallel[_merged]][_kv]_<act>, flash_attention_decode_reduce_<act>
+//	flash_attention_decode[_fast|_parallel][_kv]_<act>, flash_attention_decode_reduce_<act>
 //	flash_attention_prefill[_v2][_rows][_kv]_<act>
 //	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, moe_route_f16, moe_sum_f32, ...
 //
@@ -203,7 +202,6 @@ func (s Spec) Name() (string, error) {
 		s.Variant&Planar != 0 && s.Variant&(SiLU|X16) != 0 ||
 		s.Variant&GLU != 0 && s.Variant&(LargeK|Wide|SiLU|X16|Planar) != Planar ||
 		s.Op == OpGEMV && s.Variant&(Norm|Residual) != 0 && s.Variant&(Norm|Residual|SiLU|X16) != s.Variant&(Norm|Residual) ||
-		s.Variant&Merged != 0 && s.Variant&Parallel == 0 ||
 		s.Variant&(KVQ8|KVF32) == KVQ8|KVF32 {
 		return "", fmt.Errorf("kernels: %v: variants %v exclude each other", s.Op, s.Variant)
 	}
@@ -252,7 +250,7 @@ func (s Spec) Name() (string, error) {
 	case OpHeadNormRoPEKVWrite:
 		return "head_norm_rope" + flag(NeoX, "_neox") + "_kv_write" + flag(Rows, "_rows") + kv + "_" + act, nil
 	case OpAttentionDecode:
-		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + flag(Merged, "_merged") + kv + "_" + act, nil
+		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + kv + "_" + act, nil
 	case OpAttentionDecodeReduce:
 		return "flash_attention_decode_reduce_" + act, nil
 	case OpAttentionPrefill:

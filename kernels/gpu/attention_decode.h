@@ -5,25 +5,21 @@
 // threadgroup memory, G × (head_dim_v + 2) floats. The parallel form takes
 // split s of the key range in threadgroup (h, s) and writes its unnormalized
 // state to partials [n_heads, n_splits, head_dim_v + 2] (output, max, sum)
-// for flash_attention_decode_reduce_f16. The merged form (_parallel_merged)
-// needs no reduce command: each threadgroup publishes its partial state
-// (device_fence), counts itself in counters[h], and the head's last one to
-// count merges the n_splits states as the reduce kernel does and sets the
-// counter back to zero for the next command.
+// for flash_attention_decode_reduce_f16.
 #include "attention.h"
 
 
-enum DecodeKind { D_STANDARD, D_FAST, D_PARALLEL, D_MERGED };
+enum DecodeKind { D_STANDARD, D_FAST, D_PARALLEL };
 
 template <int KIND>
 inline void decode(device const half* q, device const half* k_cache, device const half* v_cache,
-                   device half* out, device float* partials, device uint* counters, constant AttentionParams& p,
+                   device half* out, device float* partials, constant AttentionParams& p,
                    threadgroup float* tg, uint3 tgpig, uint tid, uint sg, uint lane) {
     const uint G = KIND == D_FAST ? 8 : 4;
     uint h = tgpig.x, kvh = h / (p.n_heads / p.n_kv_heads);
     uint pos = p.position; // decode: one query, the last position
     uint2 r = attn_range(pos, p.kv_len, has_window, p.window);
-    if (KIND >= D_PARALLEL) {
+    if (KIND == D_PARALLEL) {
         uint c = (p.kv_len + n_splits - 1) / n_splits;
         r.x = max(r.x, tgpig.y * c);
         r.y = min(r.y, (tgpig.y + 1) * c);
@@ -64,42 +60,16 @@ inline void decode(device const half* q, device const half* k_cache, device cons
             threadgroup float* st = merge + g * (head_dim_v + 2);
             if (st[head_dim_v + 1] > 0.0f) o += st[i] * exp(st[head_dim_v] - m);
         }
-        if (KIND >= D_PARALLEL) {
+        if (KIND == D_PARALLEL) {
             partials[(ulong(h) * n_splits + tgpig.y) * (head_dim_v + 2) + i] = o;
         } else {
             out[h * head_dim_v + i] = half(l > 0.0f ? o / l : 0.0f);
         }
     }
-    if (KIND >= D_PARALLEL && tid == 0) {
+    if (KIND == D_PARALLEL && tid == 0) {
         device float* part = partials + (ulong(h) * n_splits + tgpig.y) * (head_dim_v + 2);
         part[head_dim_v] = m; // -inf with zero sum: an empty split
         part[head_dim_v + 1] = l;
-    }
-    if (KIND == D_MERGED) {
-        device_fence(); // this thread's partials, visible to every threadgroup before the count
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        threadgroup uint* last = (threadgroup uint*)(merge + G * (head_dim_v + 2));
-        if (tid == 0) *last = atomic_inc(counters + h) == n_splits - 1 ? 1u : 0u;
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        if (*last == 0u) return;
-        device_fence(); // the other splits' partials, seen after their counts
-        device const float* ph = partials + ulong(h) * n_splits * (head_dim_v + 2);
-        float mm = -INFINITY;
-        for (uint s = 0; s < n_splits; s++) mm = max(mm, load_fresh(ph + s * (head_dim_v + 2) + head_dim_v));
-        for (uint i = tid; i < head_dim_v; i += G * 32) { // as flash_attention_decode_reduce
-            float ll = 0.0f, o = 0.0f;
-            for (uint s = 0; s < n_splits; s++) {
-                device const float* st = ph + s * (head_dim_v + 2);
-                float sl = load_fresh(st + head_dim_v + 1);
-                if (sl > 0.0f) {
-                    float f = exp(load_fresh(st + head_dim_v) - mm);
-                    ll += sl * f;
-                    o += load_fresh(st + i) * f;
-                }
-            }
-            out[h * head_dim_v + i] = half(ll > 0.0f ? o / ll : 0.0f);
-        }
-        if (tid == 0) atomic_reset(counters + h);
     }
 }
 
@@ -113,7 +83,7 @@ inline void flash_attention_decode(device const half* q,
                                    uint tid,
                                    uint sg,
                                    uint lane) {
-    decode<D_STANDARD>(q, k_cache, v_cache, out, nullptr, nullptr, p, tg, tgpig, tid, sg, lane);
+    decode<D_STANDARD>(q, k_cache, v_cache, out, nullptr, p, tg, tgpig, tid, sg, lane);
 }
 
 inline void flash_attention_decode_fast(device const half* q,
@@ -126,7 +96,7 @@ inline void flash_attention_decode_fast(device const half* q,
                                         uint tid,
                                         uint sg,
                                         uint lane) {
-    decode<D_FAST>(q, k_cache, v_cache, out, nullptr, nullptr, p, tg, tgpig, tid, sg, lane);
+    decode<D_FAST>(q, k_cache, v_cache, out, nullptr, p, tg, tgpig, tid, sg, lane);
 }
 
 inline void flash_attention_decode_parallel(device const half* q,
@@ -139,25 +109,9 @@ inline void flash_attention_decode_parallel(device const half* q,
                                             uint tid,
                                             uint sg,
                                             uint lane) {
-    decode<D_PARALLEL>(q, k_cache, v_cache, nullptr, partials, nullptr, p, tg, tgpig, tid, sg, lane);
-}
-
-inline void flash_attention_decode_parallel_merged(device const half* q,
-                                                   device const half* k_cache,
-                                                   device const half* v_cache,
-                                                   device float* partials,
-                                                   device half* out,
-                                                   device uint* counters,
-                                                   constant AttentionParams& p,
-                                                   threadgroup float* tg,
-                                                   uint3 tgpig,
-                                                   uint tid,
-                                                   uint sg,
-                                                   uint lane) {
-    decode<D_MERGED>(q, k_cache, v_cache, out, partials, counters, p, tg, tgpig, tid, sg, lane);
+    decode<D_PARALLEL>(q, k_cache, v_cache, nullptr, partials, p, tg, tgpig, tid, sg, lane);
 }
 
 //! entry flash_attention_decode_f16 = flash_attention_decode
 //! entry flash_attention_decode_fast_f16 = flash_attention_decode_fast
 //! entry flash_attention_decode_parallel_f16 = flash_attention_decode_parallel
-//! entry flash_attention_decode_parallel_merged_f16 = flash_attention_decode_parallel_merged

@@ -143,17 +143,6 @@ inline void threadgroup_barrier(mem_flags::flags f) {
 }
 inline void simdgroup_barrier(mem_flags::flags) { __syncwarp(); }
 
-// ---- One command's threadgroups handing work on (the merged decode
-// attention): device_fence makes this thread's device writes visible to
-// every threadgroup before its later ones; atomic_inc adds one to *p and
-// returns what was there; atomic_reset stores zero; load_fresh reads a
-// float another threadgroup wrote in this command, past this SM's L1
-// (which is not kept coherent with the other SMs' writes).
-inline void device_fence() { __threadfence(); }
-inline uint atomic_inc(device uint* p) { return atomicAdd(p, 1u); }
-inline void atomic_reset(device uint* p) { atomicExch(p, 0u); }
-inline float load_fresh(device const float* p) { return __ldcg(p); }
-
 // ---- Programmatic dependent launch (sm_90 and later): runtime/cuda
 // launches every command so that it may start while the command before it
 // still runs. grid_dependents lets the next command's threadgroups be

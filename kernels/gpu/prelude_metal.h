@@ -43,15 +43,6 @@ inline uint pack_low_bytes(uint a, uint b, uint c, uint d) {
 }
 inline float small_int_float(int v) { return float(v); }
 
-// ---- prelude_cuda.h's hand-off between one command's threadgroups: a
-// device-scope fence (MSL 3.2) and relaxed atomics on a uint counter.
-// Unmeasured and unexercised (no Mac here): Apple plans keep the
-// separate reduce command (tuning.merge_splits false).
-inline void device_fence() { atomic_thread_fence(mem_flags::mem_device, memory_order_seq_cst, thread_scope_device); }
-inline uint atomic_inc(device uint* p) { return atomic_fetch_add_explicit((device atomic_uint*)p, 1u, memory_order_relaxed); }
-inline void atomic_reset(device uint* p) { atomic_store_explicit((device atomic_uint*)p, 0u, memory_order_relaxed); }
-inline float load_fresh(device const float* p) { return *(device const volatile float*)p; }
-
 // ---- The 8×8 tile primitive (one SIMD group): the prefill GEMM's matrix
 // unit. Here Apple's simdgroup matrices; prelude_cuda.h has the NVIDIA one.
 // tile_load_a and tile_load_b read an 8×8 block of halves at src (row

@@ -50,18 +50,3 @@ kernel void flash_attention_decode_parallel_f16(device const half* q [[buffer(0)
                                                 uint lane [[thread_index_in_simdgroup]]) {
     flash_attention_decode_parallel(q, k_cache, v_cache, partials, p, tg, tgpig, tid, sg, lane);
 }
-
-kernel void flash_attention_decode_parallel_merged_f16(device const half* q [[buffer(0)]],
-                                                       device const half* k_cache [[buffer(1)]],
-                                                       device const half* v_cache [[buffer(2)]],
-                                                       device float* partials [[buffer(3)]],
-                                                       device half* out [[buffer(4)]],
-                                                       device uint* counters [[buffer(5)]],
-                                                       constant AttentionParams& p [[buffer(6)]],
-                                                       threadgroup float* tg [[threadgroup(0)]],
-                                                       uint3 tgpig [[threadgroup_position_in_grid]],
-                                                       uint tid [[thread_index_in_threadgroup]],
-                                                       uint sg [[simdgroup_index_in_threadgroup]],
-                                                       uint lane [[thread_index_in_simdgroup]]) {
-    flash_attention_decode_parallel_merged(q, k_cache, v_cache, partials, out, counters, p, tg, tgpig, tid, sg, lane);
-}

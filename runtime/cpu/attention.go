@@ -30,17 +30,13 @@ import (
 // state over keys [s·c, (s+1)·c) with c = ceil(kv_len / n_splits): the
 // unnormalized output Σ e^(s_j − m)·v_j, then m and Σ e^(s_j − m)
 // ([n_heads, n_splits, head_dim_v + 2] floats); the reduce kernel merges
-// the splits. An empty split has m = −inf and zero sum and output. The
-// merged form (_parallel_merged) writes the partials and then merges them
-// into out itself, as the reduce does; its counters stay zero, as the GPU
-// leaves them.
+// the splits. An empty split has m = −inf and zero sum and output.
 type attention struct {
 	p        kernels.AttentionParams
 	act      act
 	softcap  bool
 	window   bool
 	parallel bool
-	merged   bool
 	rows     bool
 	kv       kvType
 	splits   int
@@ -49,7 +45,7 @@ type attention struct {
 
 func bindAttention(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
 	a := &attention{act: actOf(k.Act), softcap: c.b("has_softcap"), window: c.b("has_window"),
-		parallel: k.Variant&kernels.Parallel != 0, merged: k.Variant&kernels.Merged != 0, rows: k.Variant&kernels.Rows != 0, kv: kvOf(k.Variant)}
+		parallel: k.Variant&kernels.Parallel != 0, rows: k.Variant&kernels.Rows != 0, kv: kvOf(k.Variant)}
 	a.splits = int(c.u("n_splits", 1))
 	return a, unsafe.Pointer(&a.p)
 }
@@ -58,9 +54,6 @@ func (a *attention) prepare(e *Exec) error {
 	p := &a.p
 	a.splits = max(a.splits, 1)
 	e.b.scratch.needWorker(2*(int(p.MaxCtx)+int(p.HeadDim)), 2*int(p.HeadDimV))
-	if a.merged {
-		e.b.scratch.f = grow(e.b.scratch.f, int(p.HeadDimV))
-	}
 	if a.kv == kvQ8 {
 		e.b.scratch.needWorkerQ8(2 * int(p.HeadDim))
 	}
@@ -88,10 +81,6 @@ func (a *attention) run(e *Exec) {
 		kv = int(u32s(e.buf(4))[max(int(p.NTokens), 1)-1]) + 1
 	}
 	e.b.pool.run(a, items, 1, kv*(a.kv.rowBytes(int(p.HeadDim))+a.kv.rowBytes(int(p.HeadDimV))))
-	if a.merged { // partials in slot 3, out in 4
-		hdv := int(p.HeadDimV)
-		mergeSplits(a.act, f32s(e.buf(3)), e.buf(4), int(p.NHeads), a.splits, hdv, e.b.scratch.f[:hdv])
-	}
 }
 
 // span is item it's token, kv head and split, and the key and value rows
@@ -377,22 +366,19 @@ func (r *attnReduce) prepare(e *Exec) error {
 }
 
 func (r *attnReduce) run(e *Exec) {
-	mergeSplits(r.act, f32s(e.buf(0)), e.buf(1), int(r.p.NHeads), r.splits, r.hdv, e.b.scratch.f[:r.hdv])
-}
-
-// mergeSplits is the reduce: per head, the splits' partial states merged
-// into the normalized output (acc: head_dim_v floats of scratch).
-func mergeSplits(a act, parts []float32, out []byte, heads, splits, hdv int, acc []float32) {
-	for h := range heads {
-		ph := parts[h*splits*(hdv+2):][:splits*(hdv+2)]
+	hdv := r.hdv
+	parts, out := f32s(e.buf(0)), e.buf(1)
+	acc := e.b.scratch.f[:hdv]
+	for h := range int(r.p.NHeads) {
+		ph := parts[h*r.splits*(hdv+2):][:r.splits*(hdv+2)]
 		m := float32(math.Inf(-1))
-		for s := range splits {
+		for s := range r.splits {
 			m = max(m, ph[s*(hdv+2)+hdv])
 		}
 		clear(acc)
 		var sum float32
 		if !math.IsInf(float64(m), -1) {
-			for s := range splits {
+			for s := range r.splits {
 				part := ph[s*(hdv+2):][:hdv+2]
 				if part[hdv+1] == 0 {
 					continue
@@ -410,6 +396,6 @@ func mergeSplits(a act, parts []float32, out []byte, heads, splits, hdv int, acc
 				acc[i] *= inv
 			}
 		}
-		a.store(out, h*hdv, acc)
+		r.act.store(out, h*hdv, acc)
 	}
 }

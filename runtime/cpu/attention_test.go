@@ -1,12 +1,9 @@
 package cpu
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -201,15 +198,14 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 		name     string
 		prefill  bool
 		parallel bool
-		merged   bool
 	}
 	var variants []variant
 	for _, k := range kernels.All() {
 		switch k.Op {
 		case kernels.OpAttentionDecode:
-			variants = append(variants, variant{k.Name, false, k.Variant&kernels.Parallel != 0, k.Variant&kernels.Merged != 0})
+			variants = append(variants, variant{k.Name, false, k.Variant&kernels.Parallel != 0})
 		case kernels.OpAttentionPrefill:
-			variants = append(variants, variant{k.Name, true, false, false})
+			variants = append(variants, variant{k.Name, true, false})
 		}
 	}
 	for _, v := range variants {
@@ -260,19 +256,8 @@ func TestAttentionMatchesExactSoftmax(t *testing.T) {
 								const splits = 4
 								c["n_splits"] = splits
 								parts := Alloc(nh * splits * (hdv + 2) * 4)
-								if v.merged { // the same bits as the parallel kernel and the reduce; the counters left zero
-									counters := Alloc(4 * nh)
-									h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts, "out": out, "counters": counters})
-									parts2, out2 := Alloc(len(parts)), Alloc(len(out))
-									h.run(strings.TrimSuffix(v.name, "_merged_f16")+"_f16", p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts2})
-									h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": uint32(hdv), "n_splits": splits}, binds{"partials": parts2, "out": out2})
-									if !bytes.Equal(parts, parts2) || !bytes.Equal(out, out2) || slices.ContainsFunc(u32s(counters), func(c uint32) bool { return c != 0 }) {
-										t.Fatal("the merged kernel's partials, out or counters differ from the parallel kernel's and the reduce's")
-									}
-								} else {
-									h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts})
-									h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": uint32(hdv), "n_splits": splits}, binds{"partials": parts, "out": out})
-								}
+								h.run(v.name, p, c, binds{"q": qb, "k_cache": kc, "v_cache": vc, "partials": parts})
+								h.run(kernels.OpName(kernels.OpAttentionDecodeReduce, 0, dtype.F16), p, consts{"head_dim_v": uint32(hdv), "n_splits": splits}, binds{"partials": parts, "out": out})
 								oStride = nh * hdv // the reduce writes [n_heads, head_dim_v]
 							} else if rows {
 								p.KVLen, p.Position = 0, 0 // unused: the rows say

@@ -79,10 +79,6 @@ type Tuning struct {
 	// no command of its own (the norm_fold rule: gemv_*_res before it,
 	// gemv_*_norm after it). A compile-time choice, like SplitSiLU.
 	FoldNorms bool `json:"fold_norms"`
-	// MergeSplits: the parallel decode attention's last threadgroup of a
-	// head merges the splits (flash_attention_decode_parallel_merged), so
-	// no reduce command runs. A compile-time choice, like SplitSiLU.
-	MergeSplits bool `json:"merge_splits"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -250,11 +246,6 @@ var rules = []Rule{
 		"measured on an H100 (docs/cuda.md): not launching the residual norms at all (wrong values, time only) made decode 15% faster on the Qwen3-0.6B shape and 12% on the Llama-3.2-1B shape; the GEMV after a folded norm sums the residual's squares itself and scales its product once"),
 	rule("fold_norms", always, false,
 		"ours: Apple GPUs and CPUs keep the norm commands (no planar GEMVs there)"),
-
-	rule("merge_splits", isNVIDIA, true,
-		"ours: one command fewer a layer where decode attention splits the keys; the head's last threadgroup (a device-scope fence and a counter) merges the splits as the reduce kernel would (measured on an H100: docs/cuda.md)"),
-	rule("merge_splits", always, false,
-		"ours: Apple GPUs keep the reduce command: the merged form's device-scope fence (MSL 3.2) has not run on a Mac"),
 
 	rule("out_rows", always, 32,
 		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),

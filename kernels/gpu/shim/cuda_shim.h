@@ -24,10 +24,6 @@ __device__ unsigned __shfl_down_sync(unsigned mask, unsigned v, unsigned delta, 
 __device__ unsigned __shfl_up_sync(unsigned mask, unsigned v, unsigned delta, int width = 32);
 __device__ void __syncwarp(unsigned mask = 0xffffffffu);
 __device__ void __threadfence_block();
-__device__ void __threadfence();
-__device__ unsigned atomicAdd(unsigned* p, unsigned v);
-__device__ unsigned atomicExch(unsigned* p, unsigned v);
-__device__ float __ldcg(const float* p);
 __device__ float __int_as_float(int);
 __device__ float expf(float);
 __device__ float __expf(float);
