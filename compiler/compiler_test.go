@@ -114,11 +114,11 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold) and folds the residual norms (tuning.fold_norms)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold) and keeps its 4096-wide residual norms as commands (tuning.fold_norms_max_dim)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
-			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
+		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 		}
@@ -133,7 +133,7 @@ func TestLlama8BDecodeForm(t *testing.T) {
 				}
 			}
 		}
-		for kl, want := range map[string]string{"gemv_q4_0_planar_norm L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar_res L1.ffn.down": "blk.1.ffn_down.weight.planar",
+		for kl, want := range map[string]string{"gemv_q4_0_planar L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar L1.ffn.down": "blk.1.ffn_down.weight.planar",
 			"simd_gemm_q4_0 L1.attn.qkv": "L1.attn.qkv.weight", "simd_gemm_q4_0 L1.ffn.down": "blk.1.ffn_down.weight"} {
 			if reads[kl] != want {
 				t.Errorf("%s reads %q, want %q", kl, reads[kl], want)
@@ -350,5 +350,25 @@ func TestRepackedWhereTheTargetAsks(t *testing.T) {
 				t.Errorf("%s: a plan with repacked weights needs runtime %d, want %d", name, p.RequiredRuntime(), minRT)
 			}
 		}
+	}
+}
+
+// NVIDIA plans fold the residual norms of models up to 2048 wide into the
+// planar GEMVs around them (tuning.fold_norms_max_dim: measured faster on
+// the 0.6B and 1B shapes, slower on the 8B's 4096); the 4096-wide 8B keeps
+// them as commands (TestLlama8BDecodeForm).
+func TestNVIDIAFoldsTheNormsOfNarrowModels(t *testing.T) {
+	v, err := synth.VocabFromGGUF(sharedFile(t, "vocab", "ggml-vocab-llama-bpe.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := synthModel(t, t.TempDir(), synth.Options{Arch: "llama", Dim: 2048, Layers: 2, Heads: 32, KVHeads: 8, FFN: 8192,
+		CtxTrain: 8192, DType: dtype.Q4_0, Vocab: v, Sparse: true, Seed: 1})
+	h := compile(t, p, Options{Chip: chip(t, "h100-sxm")})
+	labels, ks := layerKernels(h, "decode", 1)
+	want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+		"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
+	if !slices.Equal(ks, want) {
+		t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 	}
 }

@@ -283,8 +283,11 @@ var ruleConds = map[string]condDef{
 			}
 			return true
 		}},
-	"fold_norms": {false, "the chip's tuning folds norms and residual adds into the GEMVs (tuning.fold_norms)",
-		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.s != nil && c.s.tuning.FoldNorms }},
+	"fold_norms": {false, "the chip's tuning folds norms of this width and residual adds into the GEMVs (tuning.fold_norms_max_dim)",
+		func(c *fuseCtx, m *match, _ ValueID) bool {
+			mm, ok := c.node(m.root).(*MatMul)
+			return c.s != nil && ok && mm.K <= c.s.tuning.FoldNormsMaxDim
+		}},
 	"neox": {false, "the ropes of the match rotate NeoX pairs",
 		func(c *fuseCtx, m *match, _ ValueID) bool {
 			for _, j := range m.nodes {

@@ -75,10 +75,11 @@ type Tuning struct {
 	// a SiLU-fused GEMV. A compile-time choice only: the plan holds the
 	// commands it led to, so it is not recorded in the plan's tuning.
 	SplitSiLU bool `json:"split_silu"`
-	// FoldNorms: in decode, a residual norm between two planar GEMVs is
-	// no command of its own (the norm_fold rule: gemv_*_res before it,
-	// gemv_*_norm after it). A compile-time choice, like SplitSiLU.
-	FoldNorms bool `json:"fold_norms"`
+	// FoldNormsMaxDim: in decode, a residual norm of at most this many
+	// elements between two planar GEMVs is no command of its own (the
+	// norm_fold rule: gemv_*_res before it, gemv_*_norm after it); 0:
+	// never. A compile-time choice, like SplitSiLU.
+	FoldNormsMaxDim int `json:"fold_norms_max_dim"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -242,9 +243,9 @@ var rules = []Rule{
 	rule("split_silu", always, false,
 		"ours: one command fewer a layer; unmeasured on Apple GPUs, which quantize nothing in the GEMV"),
 
-	rule("fold_norms", isNVIDIA, true,
-		"measured on an H100 (docs/cuda.md): not launching the residual norms at all (wrong values, time only) made decode 15% faster on the Qwen3-0.6B shape and 12% on the Llama-3.2-1B shape; the GEMV after a folded norm sums the residual's squares itself and scales its product once"),
-	rule("fold_norms", always, false,
+	rule("fold_norms_max_dim", isNVIDIA, 2048,
+		"measured on an H100 (docs/cuda.md), the partial-sum fold against the same plans with the norm commands: Qwen3-0.6B shape (1024) 1530/1542 -> 1573/1565 tok/s, Llama-3.2-1B shape (2048) 1817/1826 -> 1844/1852, Llama-3-8B shape (4096) 476.9 -> 416.1 (unprofiled; likely the norm command was the gap in which the next GEMV's threadgroups, launched early, pulled its weights into L2); at 4096 and above the norm stays a command"),
+	rule("fold_norms_max_dim", always, 0,
 		"ours: Apple GPUs and CPUs keep the norm commands (no planar GEMVs there)"),
 
 	rule("out_rows", always, 32,
