@@ -286,6 +286,34 @@ inline void q6_k_quad_x(device const half* x, device const half* up, uint k, boo
     for (uint g = 0; g < 4; g++) xs[g] = q8_pack(xc + 16 * g, id, 4, xq + 4 * g);
 }
 
+// q6_k_rows adds Q6_K rows' dot products with 8-bit x by quarter block
+// (k/64 of them a row, 4 a block, whose lanes, an aligned group, meet on
+// its amax) into sums: from the file's 210-byte blocks (q6_k_quad_i8,
+// rows rb bytes apart) or with P from the planar layout's quant plane
+// (208-byte blocks, three aligned loads: q6_k_planar_quad_i8) and its
+// scale plane after n rows. Every lane runs the loop as often as the
+// others; one past the last quarter quantizes zeros and reads nothing.
+template <bool S, bool P>
+inline void q6_k_rows(device const uchar* w, device const half* x, device const half* up, uint k, uint n, ulong rb, uint row0,
+                      uint nrows, uint c0, uint step, thread float* sums) {
+    device const half* ds = (device const half*)(w + ulong(n) * rb); // P: the scale plane
+    uint nb = k / 256, nq = k / 64, lane = c0 % 32;
+    for (uint uw = c0 - lane; uw < nq; uw += step) {
+        uint q = uw + lane, v = q % 4, c = (q / 4) * 16 + 8 * (v / 2) + (v & 1);
+        uint xq[16];
+        int xs[4];
+        float dx;
+        q6_k_quad_x<S>(x, up, k, q < nq, c, xq, xs, dx);
+        if (q < nq) {
+            for (uint r = 0; r < nr; r++) {
+                ulong row = row0 + min(r, nrows - 1);
+                sums[r] += P ? q6_k_planar_quad_i8(w + row * rb + (q / 4) * 208, float(ds[row * nb + q / 4]), v, xq, xs, dx)
+                             : q6_k_quad_i8(w + row * rb + (q / 4) * 210, v, xq, xs, dx);
+            }
+        }
+    }
+}
+
 // gemv_rows accumulates, for rows [row0, row0 + nrows) of W, the dot
 // products of the chunks c0, c0 + step, ... with x into sums (per lane;
 // the caller reduces across lanes; nrows ≥ 1). Every loop over rows runs
@@ -331,22 +359,7 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
         return;
     }
     if (T == W_Q6_K && int8_dot) {
-        // By quarter block (q6_k_quad_i8): k/64 of them a row, 4 a block,
-        // whose lanes (an aligned group) meet on its amax.
-        uint nq = k / 64, lane = c0 % 32;
-        for (uint uw = c0 - lane; uw < nq; uw += step) {
-            uint q = uw + lane, v = q % 4, c = (q / 4) * 16 + 8 * (v / 2) + (v & 1);
-            uint xq[16];
-            int xs[4];
-            float dx;
-            q6_k_quad_x<S>(x, up, k, q < nq, c, xq, xs, dx);
-            if (q < nq) {
-                for (uint r = 0; r < nr; r++) {
-                    device const uchar* blk = w + (row0 + min(r, nrows - 1)) * rb + (q / 4) * 210;
-                    sums[r] += q6_k_quad_i8(blk, v, xq, xs, dx);
-                }
-            }
-        }
+        q6_k_rows<S, false>(w, x, up, k, n, rb, row0, nrows, c0, step, sums);
         return;
     }
     if (T == W_Q4_0 && int8_dot) {
@@ -401,29 +414,13 @@ inline void gemv_rows(device const uchar* w, device const half* x, device const 
     }
 }
 
-// Q6_K in the planar layout: the quarter blocks of the Q6_K branch above,
-// each run one aligned 16-byte load from the quant plane (a row's blocks
-// of 208 bytes), d from the scale plane after it (n rows of F16 scales).
+// Q6_K in the planar layout: the quarter blocks of the Q6_K branch above
+// (q6_k_rows), from the quant plane and the scale plane.
 template <>
 inline void gemv_rows<W_Q6_K_PLANAR, false>(device const uchar* w, device const half* x, device const half* up, uint k, uint n,
                                             uint row0, uint nrows, uint c0, uint step, thread float* sums) {
-    ulong rb = row_bytes<W_Q6_K_PLANAR>(k);
-    device const half* ds = (device const half*)(w + ulong(n) * rb);
-    uint nb = k / 256, nq = k / 64, lane = c0 % 32;
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
-    for (uint uw = c0 - lane; uw < nq; uw += step) { // every lane as often as the others, as above
-        uint q = uw + lane, v = q % 4, c = (q / 4) * 16 + 8 * (v / 2) + (v & 1);
-        uint xq[16];
-        int xs[4];
-        float dx;
-        q6_k_quad_x<false>(x, up, k, q < nq, c, xq, xs, dx);
-        if (q < nq) {
-            for (uint r = 0; r < nr; r++) {
-                ulong row = row0 + min(r, nrows - 1);
-                sums[r] += q6_k_planar_quad_i8(w + row * rb + (q / 4) * 208, float(ds[row * nb + q / 4]), v, xq, xs, dx);
-            }
-        }
-    }
+    q6_k_rows<false, true>(w, x, up, k, n, row_bytes<W_Q6_K_PLANAR>(k), row0, nrows, c0, step, sums);
 }
 
 #endif // AKUNU_GEMV_ROWS_H
