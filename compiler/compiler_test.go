@@ -114,10 +114,10 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold) and keeps its 4096-wide residual norms as commands (tuning.fold_norms_max_dim)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold), rotates q and k in the attention (tuning.rope_in_attention) and keeps its 4096-wide residual norms as commands (tuning.fold_norms_max_dim)", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "flash_attention_decode_rope_f16",
 			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
@@ -366,7 +366,7 @@ func TestNVIDIAFoldsTheNormsOfNarrowModels(t *testing.T) {
 		CtxTrain: 8192, DType: dtype.Q4_0, Vocab: v, Sparse: true, Seed: 1})
 	h := compile(t, p, Options{Chip: chip(t, "h100-sxm")})
 	labels, ks := layerKernels(h, "decode", 1)
-	want := []string{"gemv_q4_0_planar_norm", "rope_qkv_write_f16", "flash_attention_decode_parallel_f16",
+	want := []string{"gemv_q4_0_planar_norm", "flash_attention_decode_rope_f16",
 		"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
 	if !slices.Equal(ks, want) {
 		t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)

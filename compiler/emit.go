@@ -309,6 +309,9 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		return e.emit(n, ks[0], kernels.Shape{Tokens: rows, Heads: n.Heads, KVHeads: n.KVHeads, HeadDim: n.HeadDim, HeadDimV: n.HeadDimV, Factors: f != ""},
 			pr, binds, e.class(q), read)
 	case *Attention:
+		if n.Rope != nil {
+			return e.attnRoPE(n, b, ks)
+		}
 		q, out := b.In[0], b.Out[0]
 		kv := s.scratch.kv[n.KVLayer]
 		prm := kernels.AttentionParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
@@ -340,6 +343,44 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		return e.moe(n, ks[0])
 	}
 	return fmt.Errorf("%w: cannot emit %s", ErrUnsupported, n.Kind())
+}
+
+// attnRoPE emits the decode attention that rotates its own q and k (the
+// attn_rope rule): flash_attention_decode_rope_* over the unrotated q, k
+// and v, writing the cache and the partial results, then the reduce.
+func (e *emitter) attnRoPE(n *Attention, b *Base, ks []*kernels.Kernel) error {
+	s, r := e.s, n.Rope
+	q, k, v, out := b.In[0], b.In[1], b.In[2], b.Out[0]
+	if len(ks) != 2 || e.p.batch() || !s.scratch.hasPart {
+		return fmt.Errorf("%w: the rotating attention outside decode", ErrUnsupported)
+	}
+	kv := s.scratch.kv[n.KVLayer]
+	rp := s.ropeParams(r.RopeArgs)
+	prm := kernels.AttentionRoPEParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
+		HeadDimV: uint32(n.HeadDimV), MaxCtx: uint32(s.ctx), Window: uint32(n.Window), Scale: float32(n.Scale), Softcap: float32(n.Softcap),
+		RopeDim: rp.RopeDim, OrigCtx: rp.OrigCtx, Theta: rp.Theta, FreqScale: rp.FreqScale, AttnFactor: rp.AttnFactor,
+		ExtFactor: rp.ExtFactor, BetaFast: rp.BetaFast, BetaSlow: rp.BetaSlow, Eps: float32(r.Eps)}
+	binds := map[string]bref{"q": e.act(q), "k": e.act(k), "v": e.act(v), "k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1]),
+		"partials": e.whole(s.scratch.parts)}
+	read := e.actRead(q, k, v) + e.whole(kv[0]).len + e.whole(kv[1]).len
+	if r.QNorm != "" {
+		binds["q_norm"], binds["k_norm"] = e.weight(r.QNorm), e.weight(r.KNorm)
+		read += e.weight(r.QNorm).len + e.weight(r.KNorm).len
+	}
+	sh := attnShape(s, e.p, n)
+	if f := e.factors(r.RopeArgs); f != "" {
+		binds["factors"] = e.weight(f)
+		read += e.weight(f).len
+		sh.Factors = true
+	}
+	if err := e.emit(n, ks[0], sh, prm, binds, e.class(q), read); err != nil {
+		return err
+	}
+	red := kernels.AttentionParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
+		HeadDimV: uint32(n.HeadDimV), MaxCtx: uint32(s.ctx), NTokens: 1, Window: uint32(n.Window),
+		QStride: uint32(n.Heads * n.HeadDim), OStride: e.stride(out), Scale: float32(n.Scale), Softcap: float32(n.Softcap)}
+	return e.emit(n, ks[1], sh, red, map[string]bref{"partials": e.whole(s.scratch.parts), "out": e.act(out)},
+		rowsFixed, e.whole(s.scratch.parts).len)
 }
 
 func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {

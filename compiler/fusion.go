@@ -288,6 +288,8 @@ var ruleConds = map[string]condDef{
 			mm, ok := c.node(m.root).(*MatMul)
 			return c.s != nil && ok && mm.K <= c.s.tuning.FoldNormsMaxDim
 		}},
+	"rope_in_attention": {false, "the chip's tuning rotates q and k in the decode attention (tuning.rope_in_attention)",
+		func(c *fuseCtx, _ *match, _ ValueID) bool { return c.s != nil && c.s.tuning.RopeInAttention }},
 	"neox": {false, "the ropes of the match rotate NeoX pairs",
 		func(c *fuseCtx, m *match, _ ValueID) bool {
 			for _, j := range m.nodes {
@@ -373,6 +375,9 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 	},
 	"rope_kv_write": func(c *fuseCtx, m *match) []Node {
 		at := *c.node(m.root).(*Attention)
+		if at.Cached { // its cache is written already (attn_rope: by the attention itself)
+			return nil
+		}
 		var ropes []*Rope
 		var norms []*HeadNorm
 		for _, j := range m.nodes[1:] {
@@ -421,6 +426,24 @@ var ruleResults = map[string]func(c *fuseCtx, m *match) []Node{
 		at.In = []ValueID{rk.Out[0]}
 		at.fired = 0
 		return []Node{rk, &at}
+	},
+	"attention_rope": func(c *fuseCtx, m *match) []Node {
+		at := *c.node(m.root).(*Attention)
+		rk := *c.node(m.nodes[1]).(*RopeKV)
+		if at.Rope != nil || at.NonCausal || rk.RopeArgs.Dim == 0 || len(c.ix.uses[rk.Out[0]]) != 1 || c.s == nil || c.s.kvVar != 0 {
+			return nil
+		}
+		if k, err := kernels.SelectDecodeAttention(c.s.tuning, c.s.ctx, c.s.act); err != nil || k.Variant&kernels.Parallel == 0 {
+			return nil // the rotating attention is the parallel one
+		}
+		if _, err := kernels.Find(kernels.Spec{Op: kernels.OpAttentionDecodeRoPE, Variant: attnRoPEVariant(&rk), Act: c.s.act}); err != nil {
+			return nil
+		}
+		at.Rope = &rk
+		at.In = clone(rk.In)
+		at.Label = ruleLabel(m, at.Layer, at.Label)
+		at.fired = 0
+		return []Node{&at}
 	},
 	"matmul_silu": func(c *fuseCtx, m *match) []Node {
 		mm := *c.node(m.root).(*MatMul)

@@ -207,6 +207,10 @@ type Attention struct {
 	// NonCausal: each row sees every key of its input (its sequence's rows
 	// of this batch), not only those up to its position.
 	NonCausal bool
+	// Rope (the attn_rope rule, decode): the rope_kv_write this attention
+	// absorbed; In = [q, k, v] unrotated, and the attention rotates q and
+	// k and writes k and v into the cache itself.
+	Rope *RopeKV
 }
 
 // RopeKV rotates q (In[0]) and k (In[1]), writes k and v (In[2]) into the

@@ -202,6 +202,23 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		}
 		return s.find(sp)
 	case *Attention:
+		if n.Rope != nil {
+			if p.batch() {
+				return nil, fmt.Errorf("%s: %w: the rotating attention is a decode kernel", n.Label, ErrUnsupported)
+			}
+			if err := s.f32Tensor(n.Rope.QNorm, n.Rope.KNorm, n.Rope.Factors, n.Rope.LongFactors); err != nil {
+				return nil, err
+			}
+			k, err := kernels.Find(kernels.Spec{Op: kernels.OpAttentionDecodeRoPE, Variant: attnRoPEVariant(n.Rope), Act: s.act})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Label, err)
+			}
+			r, err := kernels.Find(kernels.Spec{Op: kernels.OpAttentionDecodeReduce, Act: s.act})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", n.Label, err)
+			}
+			return []*kernels.Kernel{k, r}, nil
+		}
 		if !p.batch() {
 			k, err := kernels.SelectDecodeAttention(s.tuning, s.ctx, s.act)
 			if err != nil {
@@ -277,6 +294,16 @@ func forms(n *MatMul) kernels.Variant {
 	}
 	if n.Residual {
 		v |= kernels.Residual
+	}
+	return v
+}
+
+// attnRoPEVariant is the variant of the rotating decode attention that
+// does what r does: NeoX pairs or not, and the head norm.
+func attnRoPEVariant(r *RopeKV) kernels.Variant {
+	v := ropeVariant(r.Style)
+	if r.QNorm != "" {
+		v |= kernels.Norm
 	}
 	return v
 }

@@ -220,6 +220,8 @@ func extentRule(r *rule) {
 		attentionRule(r)
 	case OpAttentionDecodeReduce:
 		attnReduceRule(r)
+	case OpAttentionDecodeRoPE:
+		attnRoPERule(r)
 	case OpArgmax:
 		argmaxRule(r)
 	case OpGumbelTopK:
@@ -434,6 +436,38 @@ func ropeKVRule(r *rule) {
 	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim "+kvElem(r.k.Spec))
 	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v "+kvElem(r.k.Spec))
 	rowsRule(r, nt)
+}
+
+// attnRoPERule: the decode attention that rotates its own q and k (one
+// token, q, k and v one row each) and writes k and v at position.
+func attnRoPERule(r *rule) {
+	nh, nkv := heads(r)
+	hd, hdv, maxCtx := r.pos1("head_dim"), r.pos1("head_dim_v"), r.pos1("max_ctx")
+	constEq(r, "head_dim", hd)
+	constEq(r, "head_dim_v", hdv)
+	r.atMost("kv_len", r.u("kv_len"), "max_ctx", maxCtx)
+	ropeDims(r, hd)
+	if hd > 256 || hdv > 256 {
+		r.fail("head_dim %d or head_dim_v %d past 256", hd, hdv)
+	}
+	end := add(r.u("position"), 1)
+	if r.patched("position") {
+		end = max(r.x.Ctx, end)
+	}
+	r.atMost("the position + 1", end, "max_ctx", maxCtx)
+	es := r.actSize()
+	r.need("q", mul(nh, hd, es), "n_heads×head_dim")
+	r.need("k", mul(nkv, hd, es), "n_kv_heads×head_dim")
+	r.need("v", mul(nkv, hdv, es), "n_kv_heads×head_dim_v")
+	r.need("q_norm", mul(hd, 4), "head_dim weights")
+	r.need("k_norm", mul(hd, 4), "head_dim weights")
+	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim "+kvElem(r.k.Spec))
+	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v "+kvElem(r.k.Spec))
+	splits, _ := r.constant("n_splits")
+	if splits == 0 {
+		r.fail("constant n_splits is 0")
+	}
+	r.need("partials", mul(nh, splits, hdv+2, 4), "n_heads×n_splits×(head_dim_v+2) floats")
 }
 
 func attentionRule(r *rule) {

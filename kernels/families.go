@@ -441,6 +441,42 @@ var families = []*family{
 		},
 	},
 	{
+		op: OpAttentionDecodeRoPE, params: AttentionRoPEParams{},
+		summary: func(s Spec) string {
+			n := ""
+			if s.Variant&Norm != 0 {
+				n = " RMS-normalizes each head of q and k (Qwen 3, Gemma 3),"
+			}
+			return "flash_attention_decode_parallel that" + n + " rotates q and k itself" + neoxNote(s) +
+				" and writes k and v into the cache at the token's position: rope_qkv_write and the attention in one command (decode, one token)"
+		},
+		bindings: func(s Spec) []Binding {
+			b := []Binding{
+				in("q", RoleActivation, "q [n_heads·head_dim], the token's query heads, not rotated"),
+				in("k", RoleActivation, "k [n_kv_heads·head_dim], not rotated"),
+				in("v", RoleActivation, "v [n_kv_heads·head_dim_v]"),
+			}
+			if s.Variant&Norm != 0 {
+				b = append(b,
+					in("q_norm", RoleWeight, "q head norm weight [head_dim], F32"),
+					in("k_norm", RoleWeight, "k head norm weight [head_dim], F32"))
+			}
+			return append(b,
+				inout("k_cache", RoleKV, "K cache of the layer [n_kv_heads, max_ctx, head_dim], F16; row position written"),
+				inout("v_cache", RoleKV, "V cache of the layer [n_kv_heads, max_ctx, head_dim_v], F16; row position written"),
+				out("partials", RoleScratch, "[n_heads, n_splits, head_dim_v + 2] float: outputs, max, sum"),
+				when(in("factors", RoleWeight, "frequency factors [rope_dim/2], F32"), "has_factors"))
+		},
+		constants: func(Spec) []Constant {
+			return constants(append(append([]Constant(nil), attnConsts...),
+				cuint("n_splits", "threadgroups that share the key range of a head"), factorsConst)...)
+		},
+		geometry: attnDecodeRoPEGeometry, geometryDoc: fixed("as flash_attention_decode_parallel: a threadgroup per (head, split), partial results to scratch; each rotates its q head in threadgroup memory, and the threadgroups whose split holds the token's position rotate and write its k and v first; grid = (heads, n_splits)"),
+		// NeoX with the head norm (Qwen 3, Gemma 3), NeoX (Qwen 2) and the
+		// interleaved pairs (Llama).
+		instances: func() []Spec { return specs(OpAttentionDecodeRoPE, f16Only, 0, NeoX, NeoX|Norm) },
+	},
+	{
 		op: OpAttentionDecodeReduce, params: AttentionParams{},
 		summary: fixed("merge the partial results of flash_attention_decode_parallel"),
 		bindings: func(Spec) []Binding {

@@ -465,6 +465,24 @@ func attnDecodeGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
 	return launch(grid, sg*SIMDWidth, tgMem, values(k, vals)...), nil
 }
 
+// attnDecodeRoPEGeometry is the parallel decode geometry (grid = (Heads,
+// splits), 4 SIMD groups) for flash_attention_decode_rope_*: threadgroup
+// memory holds the merge area, or, before it, the rotated q and k heads and
+// the head norm's four partial sums, whichever is larger.
+func attnDecodeRoPEGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+	if err := need(k, "Heads", s.Heads, "KVHeads", s.KVHeads, "HeadDim", s.HeadDim, "HeadDimV", s.HeadDimV, "MaxCtx", s.MaxCtx); err != nil {
+		return Launch{}, err
+	}
+	if s.HeadDim%2 != 0 || s.HeadDim > 2*attnDecodeSG*SIMDWidth || s.HeadDimV > 256 {
+		return Launch{}, fmt.Errorf("kernels: %s: head_dim %d (even, at most %d) or head_dim_v %d (at most 256)", k.Name, s.HeadDim, 2*attnDecodeSG*SIMDWidth, s.HeadDimV)
+	}
+	splits := attnSplits(s.MaxCtx)
+	tgMem := max(attnDecodeSG*(s.HeadDimV+2), 2*s.HeadDim+attnDecodeSG) * 4
+	return launch([3]int{s.Heads, splits, 1}, attnDecodeSG*SIMDWidth, tgMem,
+		values(k, map[string]uint32{"head_dim": uint32(s.HeadDim), "head_dim_v": uint32(s.HeadDimV), "has_softcap": b2u(s.Softcap),
+			"has_window": b2u(s.Window), "n_splits": uint32(splits), "has_factors": b2u(s.Factors)})...), nil
+}
+
 // attnReduceGeometry merges the parallel decode kernel's splits: threadgroup
 // h owns head h, thread i output element i: it rescales split s's partial
 // output by exp(max_s - max) and divides by the total sum. threads =

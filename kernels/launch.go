@@ -36,6 +36,9 @@ func (k *Kernel) ShapeOf(x *Extents) (Shape, error) {
 	case OpRoPEQKVWrite, OpHeadNormRoPEKVWrite:
 		s = Shape{Tokens: i("n_tokens"), Heads: i("n_heads"), KVHeads: i("n_kv_heads"), HeadDim: i("head_dim"),
 			HeadDimV: i("head_dim_v"), Factors: r.on("has_factors")}
+	case OpAttentionDecodeRoPE:
+		s = Shape{Tokens: 1, Heads: i("n_heads"), KVHeads: i("n_kv_heads"), HeadDim: i("head_dim"), HeadDimV: i("head_dim_v"),
+			MaxCtx: i("max_ctx"), Softcap: r.on("has_softcap"), Window: r.on("has_window"), Factors: r.on("has_factors")}
 	case OpAttentionDecode, OpAttentionPrefill, OpAttentionDecodeReduce:
 		s = Shape{Tokens: i("n_tokens"), Heads: i("n_heads"), KVHeads: i("n_kv_heads"), HeadDim: i("head_dim"),
 			HeadDimV: i("head_dim_v"), MaxCtx: i("max_ctx"), Softcap: r.on("has_softcap"), Window: r.on("has_window")}

@@ -46,6 +46,7 @@ const (
 	OpGEMVID                   // y[r, j] = W[ids[r, j]]·x[r, j]: the expert-indexed matrix product of a MoE FFN
 	OpMoESum                   // out[r] = Σ_j weights[r, j]·y[r, j]: the experts' outputs of a row, weighted
 	OpGEMMID                   // OpGEMVID for a batch: the rows grouped by expert, a GEMM per expert
+	OpAttentionDecodeRoPE      // the parallel decode attention rotating (and head-normalizing) its q and k and writing k, v to the cache
 	numOps
 )
 
@@ -56,7 +57,7 @@ var opNames = [numOps]string{
 	"attention_decode_reduce", "attention_prefill", "bias_add", "add", "mul", "scale",
 	"softcap", "silu", "gelu", "silu_gate", "gelu_gate", "copy", "convert", "argmax",
 	"gumbel_topk", "gather_rows", "pool", "moe_route", "gemv_id", "moe_sum",
-	"gemm_id",
+	"gemm_id", "attention_decode_rope",
 }
 
 func (o Op) String() string {
@@ -155,6 +156,7 @@ var allowed = [numOps]Variant{
 	OpHeadNormRoPEKVWrite: NeoX | Rows | KVQ8 | KVF32,
 	OpAttentionDecode:     Fast | Parallel | KVQ8 | KVF32,
 	OpAttentionPrefill:    V2 | Rows | KVQ8 | KVF32,
+	OpAttentionDecodeRoPE: NeoX | Norm,
 }
 
 // Spec identifies a kernel by what it does: its op, the dtype of its weight
@@ -179,7 +181,7 @@ type Spec struct {
 //	convert_<act>_to_<dtype>                  convert_f16_to_f32
 //	[residual_]rmsnorm_<act>, [residual_]layernorm_<act>, head_rmsnorm_<act>
 //	rope[_neox][_rows]_<act>, rope[_neox]_qkv_write[_rows][_kv]_<act>, head_norm_rope[_neox]_kv_write[_rows][_kv]_<act>
-//	flash_attention_decode[_fast|_parallel][_kv]_<act>, flash_attention_decode_reduce_<act>
+//	flash_attention_decode[_fast|_parallel][_kv]_<act>, flash_attention_decode_reduce_<act>, flash_attention_decode_rope[_neox][_norm]_<act>
 //	flash_attention_prefill[_v2][_rows][_kv]_<act>
 //	<op>_<act> for the rest: add_f16, silu_gate_f16, argmax_f16, gumbel_topk_f16, pool_f16, moe_route_f16, moe_sum_f32, ...
 //
@@ -253,6 +255,8 @@ func (s Spec) Name() (string, error) {
 		return "flash_attention_decode" + flag(Fast, "_fast") + flag(Parallel, "_parallel") + kv + "_" + act, nil
 	case OpAttentionDecodeReduce:
 		return "flash_attention_decode_reduce_" + act, nil
+	case OpAttentionDecodeRoPE:
+		return "flash_attention_decode_rope" + flag(NeoX, "_neox") + flag(Norm, "_norm") + "_" + act, nil
 	case OpAttentionPrefill:
 		return "flash_attention_prefill" + flag(V2, "_v2") + flag(Rows, "_rows") + kv + "_" + act, nil
 	}

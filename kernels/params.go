@@ -147,6 +147,32 @@ type AttentionParams struct {
 	_        uint32
 }
 
+// AttentionRoPEParams is the parameter struct of the decode attention that
+// rotates its own q and k (flash_attention_decode_rope_*): AttentionParams'
+// fields, then RoPEQKVWriteParams' rotation, for one token at position.
+type AttentionRoPEParams struct {
+	NHeads     uint32  `c:"n_heads"`                   // query heads
+	NKVHeads   uint32  `c:"n_kv_heads"`                // key/value heads; divides n_heads
+	HeadDim    uint32  `c:"head_dim"`                  // elements per q and k head (equals the head_dim constant)
+	HeadDimV   uint32  `c:"head_dim_v"`                // elements per v head and output head
+	KVLen      uint32  `c:"kv_len" patch:"kv_len"`     // cached positions after this token is written: position + 1
+	MaxCtx     uint32  `c:"max_ctx"`                   // positions per head in the cache: its stride between heads
+	Position   uint32  `c:"position" patch:"position"` // the token's position
+	Window     uint32  `c:"window"`                    // sliding window: the query sees keys > position - window; 0 = all
+	Scale      float32 `c:"scale"`                     // multiplies q·k
+	Softcap    float32 `c:"softcap"`                   // > 0: scores become softcap · tanh(scores / softcap)
+	RopeDim    uint32  `c:"rope_dim"`                  // leading elements of a head that rotate (≤ head_dim, even)
+	OrigCtx    uint32  `c:"orig_ctx"`                  // YaRN: the context length the model was trained with
+	Theta      float32 `c:"theta"`                     // the RoPE base
+	FreqScale  float32 `c:"freq_scale"`                // linear scaling: 1 / scaling factor
+	AttnFactor float32 `c:"attn_factor"`               // multiplies cos and sin; 1 otherwise
+	ExtFactor  float32 `c:"ext_factor"`                // YaRN extrapolation mix; 0 disables YaRN
+	BetaFast   float32 `c:"beta_fast"`                 // YaRN ramp start
+	BetaSlow   float32 `c:"beta_slow"`                 // YaRN ramp end
+	Eps        float32 `c:"eps"`                       // the _norm forms: the per-head RMSNorm epsilon
+	_          uint32
+}
+
 // ElementwiseParams is the parameter struct of the elementwise kernels (add,
 // mul, scale, softcap, silu, gelu, the gates, bias_add, copy, convert): n_rows
 // rows of n_cols elements, each operand with its own row stride, so that a
@@ -256,6 +282,7 @@ var paramStructs = []any{
 	RoPEParams{},
 	RoPEQKVWriteParams{},
 	AttentionParams{},
+	AttentionRoPEParams{},
 	ElementwiseParams{},
 	ArgmaxParams{},
 	SamplingParams{},

@@ -329,8 +329,9 @@ func TestRepackedParityWithLlamaCpp(t *testing.T) {
 
 // NVIDIA plans fuse around their planar GEMVs: the gate|up GEMV gates in
 // its own epilogue (glu_fold: the gate and up rows interleaved, no
-// silu_gate command), and the residual norms fold into the GEMVs around
-// them (tuning.fold_norms: gemv_*_res, gemv_*_norm). Replayed on the CPU
+// silu_gate command), the residual norms fold into the GEMVs around them
+// (tuning.fold_norms_max_dim: gemv_*_res, gemv_*_norm), and the decode
+// attention rotates q and k itself (tuning.rope_in_attention). Replayed on the CPU
 // (its twins give the unfused bits, or the norm's within float rounding)
 // they hold to llama.cpp as a GPU plan does (cudaLlamaTol).
 func TestFusedGEMVPlansParityWithLlamaCpp(t *testing.T) {
@@ -342,21 +343,24 @@ func TestFusedGEMVPlansParityWithLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			glu, folded := 0, 0
+			glu, folded, rope := 0, 0, 0
 			for _, c := range p.Program("decode").Commands {
 				k := p.Pipelines[c.Pipeline].Kernel
 				if strings.Contains(k, "_planar_glu") {
 					glu++
 				}
-				if strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res") {
+				if strings.HasPrefix(k, "gemv_") && (strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res")) {
 					folded++
 				}
+				if strings.HasPrefix(k, "flash_attention_decode_rope") {
+					rope++
+				}
 			}
-			if glu == 0 || folded == 0 {
-				t.Fatalf("the plan gates %d gate|up GEMVs and folds norms into %d GEMVs; want both", glu, folded)
+			if glu == 0 || folded == 0 || rope == 0 {
+				t.Fatalf("the plan gates %d gate|up GEMVs, folds norms into %d GEMVs and rotates in %d attentions; want all three", glu, folded, rope)
 			}
 			steps, d := parity(t, plan, model, "Hello world, this is a test", 32, cudaLlamaTol(dtype.Q4_0))
-			t.Logf("%s: %d _glu and %d folded GEMVs a step: %d steps, max |Δ|/max|logit| = %.2g", arch, glu, folded, steps, d)
+			t.Logf("%s: %d _glu, %d folded GEMVs, %d rotating attentions a step: %d steps, max |Δ|/max|logit| = %.2g", arch, glu, folded, rope, steps, d)
 		})
 	}
 }

@@ -154,6 +154,33 @@ typedef struct {
 } AttentionParams;
 AKUNU_STATIC_ASSERT(sizeof(AttentionParams) == 64, "AttentionParams is 64 bytes in Go");
 
+// AttentionRoPEParams is the parameter struct of the decode attention that
+// rotates its own q and k (flash_attention_decode_rope_*): AttentionParams'
+// fields, then RoPEQKVWriteParams' rotation, for one token at position.
+typedef struct {
+    uint32_t n_heads;     //  0: query heads
+    uint32_t n_kv_heads;  //  4: key/value heads; divides n_heads
+    uint32_t head_dim;    //  8: elements per q and k head (equals the head_dim constant)
+    uint32_t head_dim_v;  // 12: elements per v head and output head
+    uint32_t kv_len;      // 16: patched (kv_len): cached positions after this token is written: position + 1
+    uint32_t max_ctx;     // 20: positions per head in the cache: its stride between heads
+    uint32_t position;    // 24: patched (position): the token's position
+    uint32_t window;      // 28: sliding window: the query sees keys > position - window; 0 = all
+    float    scale;       // 32: multiplies q·k
+    float    softcap;     // 36: > 0: scores become softcap · tanh(scores / softcap)
+    uint32_t rope_dim;    // 40: leading elements of a head that rotate (≤ head_dim, even)
+    uint32_t orig_ctx;    // 44: YaRN: the context length the model was trained with
+    float    theta;       // 48: the RoPE base
+    float    freq_scale;  // 52: linear scaling: 1 / scaling factor
+    float    attn_factor; // 56: multiplies cos and sin; 1 otherwise
+    float    ext_factor;  // 60: YaRN extrapolation mix; 0 disables YaRN
+    float    beta_fast;   // 64: YaRN ramp start
+    float    beta_slow;   // 68: YaRN ramp end
+    float    eps;         // 72: the _norm forms: the per-head RMSNorm epsilon
+    uint32_t _pad0;       // 76: padding
+} AttentionRoPEParams;
+AKUNU_STATIC_ASSERT(sizeof(AttentionRoPEParams) == 80, "AttentionRoPEParams is 80 bytes in Go");
+
 // ElementwiseParams is the parameter struct of the elementwise kernels (add,
 // mul, scale, softcap, silu, gelu, the gates, bias_add, copy, convert): n_rows
 // rows of n_cols elements, each operand with its own row stride, so that a

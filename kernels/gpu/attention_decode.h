@@ -6,7 +6,7 @@
 // split s of the key range in threadgroup (h, s) and writes its unnormalized
 // state to partials [n_heads, n_splits, head_dim_v + 2] (output, max, sum)
 // for flash_attention_decode_reduce_f16.
-#include "attention.h"
+#include "attention_split.h"
 
 
 enum DecodeKind { D_STANDARD, D_FAST, D_PARALLEL };
@@ -37,40 +37,9 @@ inline void decode(device const half* q, device const half* k_cache, device cons
     } else {
         for (uint i = 0; i < ATTN_MAX_PER_LANE; i++) qv[i] = lane + 32 * i < head_dim ? float(qh[lane + 32 * i]) : 0.0f;
     }
-    AttnState s;
-    attn_init(s);
     device const half* kc = k_cache + ulong(kvh) * p.max_ctx * head_dim;
     device const half* vc = v_cache + ulong(kvh) * p.max_ctx * head_dim_v;
-    if (r.x < r.y) attn_keys(s, qv, kc, vc, head_dim, head_dim_v, r.x, r.y, sg, G, p.scale, has_softcap, p.softcap, lane);
-    // merge the G states
-    threadgroup float* mine = merge + sg * (head_dim_v + 2);
-    for (uint i = 0; i < ATTN_MAX_PER_LANE && lane + 32 * i < head_dim_v; i++) mine[lane + 32 * i] = s.o[i];
-    if (lane == 0) { mine[head_dim_v] = s.m; mine[head_dim_v + 1] = s.l; }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    float m = -INFINITY;
-    for (uint g = 0; g < G; g++) m = max(m, merge[g * (head_dim_v + 2) + head_dim_v]);
-    float l = 0.0f;
-    for (uint g = 0; g < G; g++) {
-        threadgroup float* st = merge + g * (head_dim_v + 2);
-        if (st[head_dim_v + 1] > 0.0f) l += st[head_dim_v + 1] * exp(st[head_dim_v] - m);
-    }
-    for (uint i = tid; i < head_dim_v; i += G * 32) {
-        float o = 0.0f;
-        for (uint g = 0; g < G; g++) {
-            threadgroup float* st = merge + g * (head_dim_v + 2);
-            if (st[head_dim_v + 1] > 0.0f) o += st[i] * exp(st[head_dim_v] - m);
-        }
-        if (KIND == D_PARALLEL) {
-            partials[(ulong(h) * n_splits + tgpig.y) * (head_dim_v + 2) + i] = o;
-        } else {
-            out[h * head_dim_v + i] = half(l > 0.0f ? o / l : 0.0f);
-        }
-    }
-    if (KIND == D_PARALLEL && tid == 0) {
-        device float* part = partials + (ulong(h) * n_splits + tgpig.y) * (head_dim_v + 2);
-        part[head_dim_v] = m; // -inf with zero sum: an empty split
-        part[head_dim_v + 1] = l;
-    }
+    decode_keys<KIND == D_PARALLEL, G>(qv, r, kc, vc, p.scale, p.softcap, out, partials, merge, h, tgpig.y, tid, sg, lane);
 }
 
 inline void flash_attention_decode(device const half* q,

@@ -136,7 +136,7 @@ func TestEntriesWaitForTheCommandsBefore(t *testing.T) {
 	for name, want := range map[string]bool{
 		"gemv_q4_0_l": true, "gemv_wide_q6_k": true, "gemv_f16_silu": true, "residual_rmsnorm_f16": true,
 		"layernorm_f16": true, "head_norm_rope_neox_kv_write_f16": true, "rope_qkv_write_rows_f16": true,
-		"head_rmsnorm_f16": false, "rope_f16": false, "flash_attention_decode_parallel_f16": false,
+		"head_rmsnorm_f16": false, "rope_f16": false, "flash_attention_decode_parallel_f16": false, "flash_attention_decode_rope_neox_norm_f16": true,
 		"simd_gemm_q4_0": false, "argmax_f16": false,
 	} {
 		e := es[name]

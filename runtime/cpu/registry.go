@@ -38,6 +38,7 @@ var binders = func() map[string]binder {
 		kernels.OpGEMVID:                bindGEMVID,
 		kernels.OpGEMMID:                bindGEMVID,
 		kernels.OpMoESum:                bindMoESum,
+		kernels.OpAttentionDecodeRoPE:   bindAttnRoPE,
 	}
 	m := map[string]binder{}
 	for _, k := range kernels.All() {

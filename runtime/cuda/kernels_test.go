@@ -288,6 +288,14 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 			"pos": u32s(5, 63, 64), "seq": u32s(1, 0, 1)} // position 64 is past max_ctx: that row writes nothing
 		return kcase{s, kernels.RoPEQKVWriteParams{Position: 5, NTokens: tRows, NHeads: tH, NKVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD,
 			RopeDim: tHD, MaxCtx: tCtx, QStride: tH * tHD, KVStride: tKVH * tHD, OrigCtx: 4096, Theta: 10000, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}, b}, nil
+	case kernels.OpAttentionDecodeRoPE: // position 39 of 40 cached, split 1 of 2 holding it
+		s := kernels.Shape{Tokens: 1, Heads: tH, KVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD, MaxCtx: tCtx, Softcap: true, Window: true, Factors: true}
+		cache := tKVH * tCtx * tHD
+		b := map[string][]byte{"q": f16s(r, tH*tHD, 1), "k": f16s(r, tKVH*tHD, 1), "v": f16s(r, tKVH*tHD, 1),
+			"q_norm": f32s(r, tHD, 0.3, 1), "k_norm": f32s(r, tHD, 0.3, 1), "k_cache": f16s(r, cache, 1), "v_cache": f16s(r, cache, 1),
+			"partials": make([]byte, 4*tH*2*(tHD+2)), "factors": f32s(r, tHD/2, 0.2, 1)}
+		return kcase{s, kernels.AttentionRoPEParams{NHeads: tH, NKVHeads: tKVH, HeadDim: tHD, HeadDimV: tHD, KVLen: 40, MaxCtx: tCtx,
+			Position: 39, Window: 24, Scale: 0.125, Softcap: 30, RopeDim: tHD, OrigCtx: 4096, Theta: 10000, FreqScale: 1, AttnFactor: 1, Eps: 1e-6}, b}, nil
 	case kernels.OpAttentionDecode, kernels.OpAttentionPrefill, kernels.OpAttentionDecodeReduce:
 		tokens := 1
 		if k.Op == kernels.OpAttentionPrefill {

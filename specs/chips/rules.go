@@ -80,6 +80,10 @@ type Tuning struct {
 	// norm_fold rule: gemv_*_res before it, gemv_*_norm after it); 0:
 	// never. A compile-time choice, like SplitSiLU.
 	FoldNormsMaxDim int `json:"fold_norms_max_dim"`
+	// RopeInAttention: in decode, the rotation of q and k and the KV write
+	// run in the parallel decode attention (flash_attention_decode_rope_*),
+	// so no rope_qkv_write command runs. A compile-time choice.
+	RopeInAttention bool `json:"rope_in_attention"`
 }
 
 // GEMVVariant names the shape of a matrix-vector kernel; the kernel catalog
@@ -247,6 +251,11 @@ var rules = []Rule{
 		"measured on an H100 (docs/cuda.md), the partial-sum fold against the same plans with the norm commands: Qwen3-0.6B shape (1024) 1530/1542 -> 1573/1565 tok/s, Llama-3.2-1B shape (2048) 1817/1826 -> 1844/1852, Llama-3-8B shape (4096) 476.9 -> 416.1 (unprofiled; likely the norm command was the gap in which the next GEMV's threadgroups, launched early, pulled its weights into L2); wider norms stay commands (3072, between the two, untested)"),
 	rule("fold_norms_max_dim", always, 0,
 		"ours: Apple GPUs and CPUs keep the norm commands (no planar GEMVs there)"),
+
+	rule("rope_in_attention", isNVIDIA, true,
+		"ours: one command fewer a layer in decode; the attention's threadgroups rotate their q heads, and those holding the newest position rotate and write its k and v"),
+	rule("rope_in_attention", always, false,
+		"ours: Apple GPUs keep the rope command (unmeasured there)"),
 
 	rule("out_rows", always, 32,
 		"ours: a decode step of up to 32 sequences, or a verify pass of up to 31 drafts, in one replay; the logits buffer holds 32 rows (19 MB for a 151k vocabulary)"),
