@@ -51,6 +51,31 @@ func commandOf(p *plans.Plan, prog, label string) *plans.Command {
 	return nil
 }
 
+// constant is the value of constant name of the pipeline that command
+// label of program prog runs (-1 where it has none).
+func constant(t *testing.T, p *plans.Plan, prog, label, name string) int {
+	t.Helper()
+	c := commandOf(p, prog, label)
+	if c == nil {
+		t.Fatalf("no command %s in %s", label, prog)
+	}
+	pl := p.Pipelines[c.Pipeline]
+	k, ok := kernels.Lookup(pl.Kernel)
+	if !ok {
+		t.Fatalf("%s: no kernel %s", label, pl.Kernel)
+	}
+	for _, kc := range k.Constants {
+		if kc.Name == name {
+			for _, pc := range pl.Constants {
+				if pc.Index == uint32(kc.Index) {
+					return int(pc.Value)
+				}
+			}
+		}
+	}
+	return -1
+}
+
 func TestLlama8BDecodeForm(t *testing.T) {
 	path := llama8BPath(t, 2)
 	m4 := compile(t, path, Options{Chip: chip(t, "m4-pro")})
@@ -121,6 +146,12 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
+		}
+		// rows of 4096 and more prefetch into L2 (tuning.gemv_preload_max_k)
+		for _, l := range []string{"L1.attn.qkv", "L1.attn.output", "L1.ffn.gate_up", "L1.ffn.down", "logits"} {
+			if v := constant(t, h, "decode", l, "preload"); v != 0 {
+				t.Errorf("%s: preload %d, want 0", l, v)
+			}
 		}
 		// the GEMVs read planar buffers, the fused ones stacked from their
 		// tensors; the prefill GEMMs read the file's layout
@@ -370,5 +401,12 @@ func TestNVIDIAFoldsTheNormsOfNarrowModels(t *testing.T) {
 		"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
 	if !slices.Equal(ks, want) {
 		t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
+	}
+	// rows of at most 3072 elements load their blocks before waiting
+	// (tuning.gemv_preload_max_k), the 8192-long down projection's do not
+	for l, want := range map[string]int{"L1.attn.qkv": 1, "L1.attn.output": 1, "L1.ffn.gate_up": 1, "L1.ffn.down": 0, "logits": 1} {
+		if v := constant(t, h, "decode", l, "preload"); v != want {
+			t.Errorf("%s: preload %d, want %d", l, v, want)
+		}
 	}
 }

@@ -224,12 +224,17 @@ var families = []*family{
 			return append(append(append([]Binding{in("w", RoleWeight, w)}, x...), y...),
 				when(in("bias", RoleWeight, docBias), "has_bias"))
 		},
-		constants: func(Spec) []Constant {
-			return constants(
+		constants: func(s Spec) []Constant {
+			cs := []Constant{
 				cuint("nr", "rows of W per SIMD group"),
 				cuint("nsg", "SIMD groups per threadgroup"),
 				biasConst,
-				cbool("vec_x", "x (gate, up) starts 16-byte aligned and K is a multiple of 16: the GPU kernels load x in 16-byte vectors"))
+				cbool("vec_x", "x (gate, up) starts 16-byte aligned and K is a multiple of 16: the GPU kernels load x in 16-byte vectors"),
+			}
+			if s.Variant&Planar != 0 && s.DType == dtype.Q4_0 {
+				cs = append(cs, cbool("preload", "a lane with one block a row loads it before waiting for the command before (tuning.gemv_preload_max_k)"))
+			}
+			return constants(cs...)
 		},
 		geometry: gemvGeometry, geometryDoc: func(s Spec) string {
 			switch {

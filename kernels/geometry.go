@@ -210,7 +210,8 @@ func gemvGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 			tg += planarThreads / SIMDWidth * 4
 		}
 		return launch([3]int{ceilDiv(s.N, nr*nsg), 1, 1}, planarThreads, tg,
-			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0)})...), nil
+			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0),
+				"preload": b2u(s.K <= t.GEMVPreloadMaxK)})...), nil
 	}
 	sh := gemvShapes[k.DType]
 	if t.Int8GEMV && sh.NR8 > 0 {

@@ -54,10 +54,15 @@ const (
 // q4_0_planar_pairs (a gate and an up weight's rows interleaved, read by
 // gemv_q4_0_planar_glu) and q6_k_planar, and the GEMVs that apply the RMS
 // norm before them or add into the residual after them (gemv_*_norm,
-// gemv_*_res; tuning.fold_norms_max_dim): a plan with any of them needs 11.
+// gemv_*_res; tuning.fold_norms_max_dim), the decode attention that rotates
+// q and k and writes the KV row itself (flash_attention_decode_rope_*;
+// tuning.rope_in_attention) and the planar Q4_0 GEMVs' preload constant: a
+// plan with any of them needs 11.
 func (p *Plan) RequiredRuntime() uint32 {
 	for i := range p.Pipelines {
-		if k := p.Pipelines[i].Kernel; strings.HasPrefix(k, "gemv_") && (strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res")) {
+		k := p.Pipelines[i].Kernel
+		if strings.HasPrefix(k, "gemv_") && (strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res")) ||
+			strings.HasPrefix(k, "flash_attention_decode_rope") {
 			return 11
 		}
 	}

@@ -174,6 +174,26 @@ inline float q4_0_planar_dot(uint4 q, float d, thread const uint* xq, int xs, fl
     return d * (dx * small_int_float(acc - 8 * xs));
 }
 
+// planar_load reads block b of the group's nr rows (a row past the last
+// reads the last again, as gemv_rows does).
+inline void planar_load(device const uint4* qs, device const half* ds, uint row0, uint nrows, uint nb, uint b,
+                        thread uint4* q, thread float* d) {
+    for (uint r = 0; r < nr; r++) {
+        ulong i = ulong(row0 + min(r, nrows - 1)) * nb + b;
+        q[r] = qs[i];
+        d[r] = float(ds[i]);
+    }
+}
+
+// planar_block adds block b's products to the rows' sums: x's block
+// quantized once for all of them.
+inline void planar_block(device const half* x, uint b, thread const uint4* q, thread const float* d, thread float* sums) {
+    uint xq[8];
+    float dx;
+    int xs = q8_block32(x, b, xq, dx);
+    for (uint r = 0; r < nr; r++) sums[r] += q4_0_planar_dot(q[r], d[r], xq, xs, dx);
+}
+
 // gemv_planar_body: F is the form, a sum of flags (0: plain).
 // FORM_RES (the norm_fold rule's GEMV before a folded residual norm): res
 // += the result, rounded as residual_rmsnorm adds them, y = res·norm_w,
@@ -207,9 +227,20 @@ inline void gemv_planar_body(device const uchar* w,
     uint nrows = row0 < p.n ? min(nr, p.n - row0) : 0;
     device const uint4* qs = (device const uint4*)w;               // [n][nb] blocks of 16 bytes
     device const half* ds = (device const half*)(w + ulong(p.n) * nb * 16); // [n][nb]
-    // the group's rows into L2 before waiting (gemv_prefetch has why)
-    device const uchar* qb = (device const uchar*)(qs + ulong(row0) * nb);
-    for (ulong off = ulong(kl) * 128; off < ulong(nrows) * nb * 16; off += ulong(kt) * 128) prefetch_l2(qb + off);
+    // With preload (tuning.gemv_preload_max_k), a lane with one block a row
+    // (nb <= kt) loads them into registers before waiting, so that its
+    // weights arrive while the command before still runs; otherwise the
+    // group's rows go into L2 (gemv_prefetch has why). Two paths, so that
+    // the loop's registers are not held across the wait.
+    bool one = preload && nb <= kt;
+    uint4 q[GEMV_MAX_NR];
+    float d[GEMV_MAX_NR];
+    if (one) {
+        if (nrows > 0 && kl < nb) planar_load(qs, ds, row0, nrows, nb, kl, q, d);
+    } else {
+        device const uchar* qb = (device const uchar*)(qs + ulong(row0) * nb);
+        for (ulong off = ulong(kl) * 128; off < ulong(nrows) * nb * 16; off += ulong(kt) * 128) prefetch_l2(qb + off);
+    }
     grid_wait();
     float ss = 0.0f; // FORM_NORM: this thread's share of the partials
     if ((F & FORM_NORM) != 0) {
@@ -218,18 +249,15 @@ inline void gemv_planar_body(device const uchar* w,
     float sums[GEMV_MAX_NR];
     for (uint r = 0; r < GEMV_MAX_NR; r++) sums[r] = 0.0f;
     if (nrows > 0) {
-        for (uint b = kl; b < nb; b += kt) {
-            uint4 q[GEMV_MAX_NR];
-            float d[GEMV_MAX_NR];
-            for (uint r = 0; r < nr; r++) { // a row past the last reads the last again (gemv_rows)
-                ulong i = ulong(row0 + min(r, nrows - 1)) * nb + b;
-                q[r] = qs[i];
-                d[r] = float(ds[i]);
+        if (one) {
+            if (kl < nb) planar_block(x, kl, q, d, sums);
+        } else {
+            for (uint b = kl; b < nb; b += kt) {
+                uint4 qb[GEMV_MAX_NR];
+                float db[GEMV_MAX_NR];
+                planar_load(qs, ds, row0, nrows, nb, b, qb, db);
+                planar_block(x, b, qb, db, sums);
             }
-            uint xq[8];
-            float dx;
-            int xs = q8_block32(x, b, xq, dx);
-            for (uint r = 0; r < nr; r++) sums[r] += q4_0_planar_dot(q[r], d[r], xq, xs, dx);
         }
     }
     for (uint r = 0; r < nr; r++) {

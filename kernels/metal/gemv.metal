@@ -8,6 +8,7 @@ constant uint nr [[function_constant(0)]];
 constant uint nsg [[function_constant(1)]];
 constant bool has_bias [[function_constant(2)]];
 constant bool vec_x [[function_constant(3)]];
+constant bool preload [[function_constant(4)]];
 
 #include "gemv.h"
 

@@ -80,6 +80,11 @@ type Tuning struct {
 	// norm_fold rule: gemv_*_res before it, gemv_*_norm after it); 0:
 	// never. A compile-time choice, like SplitSiLU.
 	FoldNormsMaxDim int `json:"fold_norms_max_dim"`
+	// GEMVPreloadMaxK: a planar Q4_0 GEMV over rows of at most this many
+	// elements, where a lane has one block a row, loads its blocks into
+	// registers before waiting for the command before (the preload
+	// constant); longer rows, and 0, prefetch them into L2 instead.
+	GEMVPreloadMaxK int `json:"gemv_preload_max_k"`
 	// RopeInAttention: in decode, the rotation of q and k and the KV write
 	// run in the parallel decode attention (flash_attention_decode_rope_*),
 	// so no rope_qkv_write command runs. A compile-time choice.
@@ -251,6 +256,11 @@ var rules = []Rule{
 		"measured on an H100 (docs/cuda.md), the partial-sum fold against the same plans with the norm commands: Qwen3-0.6B shape (1024) 1530/1542 -> 1573/1565 tok/s, Llama-3.2-1B shape (2048) 1817/1826 -> 1844/1852, Llama-3-8B shape (4096) 476.9 -> 416.1 (unprofiled; likely the norm command was the gap in which the next GEMV's threadgroups, launched early, pulled its weights into L2); wider norms stay commands (3072, between the two, untested)"),
 	rule("fold_norms_max_dim", always, 0,
 		"ours: Apple GPUs and CPUs keep the norm commands (no planar GEMVs there)"),
+
+	rule("gemv_preload_max_k", isNVIDIA, 3072,
+		"measured on an H100 (docs/cuda.md), tg128 against the same plans prefetching into L2: with every planar GEMV preloading, Qwen3-0.6B shape (K 1024-3072) 1620-1627 -> 1721-1722 tok/s and Llama-3.2-1B shape (K 2048) 1884-1887 -> 1956-1961, but Llama-3-8B shape (K 4096) 488 -> 463 (unprofiled); so rows of 4096 and more keep the L2 prefetch"),
+	rule("gemv_preload_max_k", always, 0,
+		"ours: Apple GPUs wait for no command inside a kernel, so there is nothing to overlap; CPUs have no planar GEMVs"),
 
 	rule("rope_in_attention", isNVIDIA, true,
 		"ours: one command fewer a layer in decode; the attention's threadgroups rotate their q heads, and those holding the newest position rotate and write its k and v"),
