@@ -23,7 +23,7 @@ func PlanTuning(t chips.Tuning) plans.Tuning {
 		LargeKTypes: slices.Clone(t.LargeKTypes), AttnDecodeFastKV: uint32(t.AttnDecodeFastKV),
 		AttnDecodeParallelKV: uint32(t.AttnDecodeParallelKV), AttnPrefillV2Tokens: uint32(t.AttnPrefillV2Tokens),
 		MaxSeqs: uint32(t.MaxSeqs), OutRows: uint32(t.OutRows), Repack: slices.Clone(t.Repack), GEMVMinGroups: uint32(t.GEMVMinGroups),
-		GEMVMinRows: uint32(t.GEMVMinRows), Int8GEMV: t.Int8GEMV,
+		GEMVMinRows: uint32(t.GEMVMinRows), Int8GEMV: t.Int8GEMV, GEMVPreloadMaxK: uint32(t.GEMVPreloadMaxK),
 	}
 }
 

@@ -56,8 +56,8 @@ const (
 // norm before them or add into the residual after them (gemv_*_norm,
 // gemv_*_res; tuning.fold_norms_max_dim), the decode attention that rotates
 // q and k and writes the KV row itself (flash_attention_decode_rope_*;
-// tuning.rope_in_attention) and the planar Q4_0 GEMVs' preload constant: a
-// plan with any of them needs 11.
+// tuning.rope_in_attention) and tuning.gemv_preload_max_k (the planar Q4_0
+// GEMVs' preload constant): a plan with any of them needs 11.
 func (p *Plan) RequiredRuntime() uint32 {
 	for i := range p.Pipelines {
 		k := p.Pipelines[i].Kernel
@@ -70,6 +70,9 @@ func (p *Plan) RequiredRuntime() uint32 {
 		if r := p.Buffers[i].Recipe; r == RecipeRepackPrefix+"q4_0_planar_pairs" || r == RecipeRepackPrefix+"q6_k_planar" {
 			return 11
 		}
+	}
+	if p.Header.Target.Tuning.GEMVPreloadMaxK > 0 {
+		return 11
 	}
 	for i := range p.Buffers {
 		if p.Buffers[i].Recipe == RecipeRepackPrefix+"q4_0_planar" {

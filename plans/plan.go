@@ -105,6 +105,11 @@ type Tuning struct {
 	// they do it for take their 8-bit rows per SIMD group
 	// (kernels/geometry.go: gemvShapes).
 	Int8GEMV bool
+	// GEMVPreloadMaxK (format 11): a planar Q4_0 GEMV over rows of at
+	// most this many elements preloads its lanes' one block a row before
+	// waiting for the command before (the kernel's preload constant). 0:
+	// none does.
+	GEMVPreloadMaxK uint32
 }
 
 // Seqs is the most sequence slots the plan's KV cache may have: MaxSeqs,

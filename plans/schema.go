@@ -65,6 +65,7 @@ func (t *Tuning) fields() []field {
 		{"gemv_min_groups", 7, &t.GEMVMinGroups},
 		{"gemv_min_rows", 8, &t.GEMVMinRows},
 		{"int8_gemv", 9, &t.Int8GEMV},
+		{"gemv_preload_max_k", 11, &t.GEMVPreloadMaxK},
 	}
 }
 

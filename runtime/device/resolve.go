@@ -170,7 +170,7 @@ func ChipTuning(t plans.Tuning) chips.Tuning {
 		FuseWeights: t.FuseWeights, Q4LargeKThreshold: int(t.Q4LargeKThreshold),
 		WideGEMVThreshold: int(t.WideGEMVThreshold), ChainChunk: int(t.ChainChunk),
 		PrefillChunk: int(t.PrefillChunk), NormTG: int(t.NormTG), GEMVMinGroups: int(t.GEMVMinGroups),
-		GEMVMinRows: int(t.GEMVMinRows), Int8GEMV: t.Int8GEMV,
+		GEMVMinRows: int(t.GEMVMinRows), Int8GEMV: t.Int8GEMV, GEMVPreloadMaxK: int(t.GEMVPreloadMaxK),
 	}
 }
 
