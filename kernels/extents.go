@@ -441,11 +441,7 @@ func ropeKVRule(r *rule) {
 // attnRoPERule: the decode attention that rotates its own q and k (one
 // token, q, k and v one row each) and writes k and v at position.
 func attnRoPERule(r *rule) {
-	nh, nkv := heads(r)
-	hd, hdv, maxCtx := r.pos1("head_dim"), r.pos1("head_dim_v"), r.pos1("max_ctx")
-	constEq(r, "head_dim", hd)
-	constEq(r, "head_dim_v", hdv)
-	r.atMost("kv_len", r.u("kv_len"), "max_ctx", maxCtx)
+	nh, nkv, hd, hdv, maxCtx := attnShape(r)
 	ropeDims(r, hd)
 	if hd > 256 || hdv > 256 {
 		r.fail("head_dim %d or head_dim_v %d past 256", hd, hdv)
@@ -470,12 +466,19 @@ func attnRoPERule(r *rule) {
 	r.need("partials", mul(nh, splits, hdv+2, 4), "n_heads×n_splits×(head_dim_v+2) floats")
 }
 
-func attentionRule(r *rule) {
-	nh, nkv := heads(r)
-	hd, hdv, maxCtx := r.pos1("head_dim"), r.pos1("head_dim_v"), r.pos1("max_ctx")
+// attnShape reads the attention kernels' heads, head dims and cache
+// length, each held to its constant, and kv_len to max_ctx.
+func attnShape(r *rule) (nh, nkv, hd, hdv, maxCtx uint64) {
+	nh, nkv = heads(r)
+	hd, hdv, maxCtx = r.pos1("head_dim"), r.pos1("head_dim_v"), r.pos1("max_ctx")
 	constEq(r, "head_dim", hd)
 	constEq(r, "head_dim_v", hdv)
 	r.atMost("kv_len", r.u("kv_len"), "max_ctx", maxCtx)
+	return nh, nkv, hd, hdv, maxCtx
+}
+
+func attentionRule(r *rule) {
+	nh, nkv, hd, hdv, maxCtx := attnShape(r)
 	es := r.actSize()
 	r.need("k_cache", kvBytes(r, nkv, maxCtx, hd), "n_kv_heads×max_ctx×head_dim "+kvElem(r.k.Spec))
 	r.need("v_cache", kvBytes(r, nkv, maxCtx, hdv), "n_kv_heads×max_ctx×head_dim_v "+kvElem(r.k.Spec))
