@@ -62,6 +62,10 @@ type Row struct {
 	Meets      bool      `json:"meets_bar"`
 	AkunuShare float64   `json:"akunu_bandwidth_share,omitempty"`
 	LlamaShare float64   `json:"llama_bandwidth_share,omitempty"`
+	// ReadGBs is the median of the read bandwidth the row's akunu runs
+	// measured (runtime.ReadBandwidth), the shares' denominator: on a VM
+	// it moves between runs, so each row has its own.
+	ReadGBs float64 `json:"read_bandwidth_gb_s,omitempty"`
 }
 
 // Table is the whole run.
@@ -69,7 +73,7 @@ type Table struct {
 	CPU          string  `json:"cpu"`
 	LlamaVariant string  `json:"llama_cpu_variant"`
 	LlamaLib     string  `json:"llama_library"`
-	ReadGBs      float64 `json:"read_bandwidth_gb_s"`
+	ReadGBs      float64 `json:"read_bandwidth_gb_s"` // the median of the rows' ReadGBs
 	Chip         string  `json:"chip"`
 	Rows         []Row   `json:"rows"`
 }
@@ -155,7 +159,8 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 			ppRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("pp%d", b.pp), Bar: barPP}
 			tgRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("tg%d", b.tg), Bar: barTG}
 			longRow := Row{Model: filepath.Base(model), Threads: th, Test: fmt.Sprintf("tg%d@%d", longTG, b.long), Bar: barLong}
-			var bytesPerTok, bw float64
+			var bytesPerTok float64
+			var bws []float64 // each akunu decode run's read bandwidth
 			for r := 0; r < b.rounds; r++ {
 				order := []bool{r%2 == 0, r%2 != 0} // true: akunu
 				for _, ours := range order {
@@ -170,7 +175,10 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 							return nil, err
 						}
 						tgRow.Akunu = append(tgRow.Akunu, a.TGRuns...)
-						bytesPerTok, bw = a.DecodeBytes, a.Bandwidth
+						bytesPerTok = a.DecodeBytes
+						if a.Bandwidth > 0 {
+							bws = append(bws, a.Bandwidth)
+						}
 						if b.long > 0 {
 							a, err = b.oursReps(longPlan, model, th, b.long, longTG, b.long, 1)
 							if err != nil {
@@ -219,15 +227,25 @@ func (b *bench) run(models []string, threads []int) (*Table, error) {
 				}
 				row.Meets = row.Ratio >= row.Bar
 			}
-			if bw > 0 {
+			if len(bws) > 0 {
+				bw := runtime.Median(bws)
 				tgRow.AkunuShare = tgRow.AkunuMed * bytesPerTok / bw
 				tgRow.LlamaShare = tgRow.LlamaMed * bytesPerTok / bw
-				t.ReadGBs = bw / 1e9
+				tgRow.ReadGBs = bw / 1e9
 			}
 			for _, row := range rows {
 				t.Rows = append(t.Rows, *row)
 			}
 		}
+	}
+	var probes []float64
+	for _, r := range t.Rows {
+		if r.ReadGBs > 0 {
+			probes = append(probes, r.ReadGBs)
+		}
+	}
+	if len(probes) > 0 {
+		t.ReadGBs = runtime.Median(probes)
 	}
 	return t, nil
 }
@@ -342,7 +360,7 @@ func spread(xs []float64) string {
 
 func (t *Table) print() {
 	fmt.Printf("CPU: %s; llama.cpp: CPU variant %s (%s); akunu: %s:N\n", t.CPU, t.LlamaVariant, t.LlamaLib, t.Chip)
-	fmt.Printf("each engine in its own process, alternating; tok/s medians of every run [range]; decode also as a share of the measured read bandwidth (%.1f GB/s)\n\n", t.ReadGBs)
+	fmt.Printf("each engine in its own process, alternating; tok/s medians of every run [range]; decode also as a share of the read bandwidth measured in the row's akunu runs (their median, GB/s)\n\n")
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "model\tthreads\ttest\takunu tok/s\tllamapeer tok/s\tllama-bench tok/s\tratio (vs faster)\tbar\t\tbandwidth akunu / llama.cpp")
 	for _, r := range t.Rows {
@@ -352,7 +370,7 @@ func (t *Table) print() {
 		}
 		share := ""
 		if r.AkunuShare > 0 {
-			share = fmt.Sprintf("%.0f%% / %.0f%%", 100*r.AkunuShare, 100*r.LlamaShare)
+			share = fmt.Sprintf("%.0f%% / %.0f%% of %.1f", 100*r.AkunuShare, 100*r.LlamaShare, r.ReadGBs)
 		}
 		lb := "-"
 		if len(r.Bench) > 0 {
