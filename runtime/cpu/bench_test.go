@@ -251,7 +251,8 @@ func TestPoolRescuesAWorkerThatMissedItsWakeUp(t *testing.T) {
 // from the caches and hid what this shows: the Q6_K one-row kernel read
 // cold weights at 20 GB/s against the Q4_K kernel's 36 on the Zen 4 dev box
 // until its prefetches went to L2 (x16kgen_test.go). GB/s counts the
-// weights' bytes.
+// weights' bytes. m8 is a speculative verify pass of seven drafts: at the
+// rate of m1 it would cost one decode step's time (docs/runtime.md).
 func BenchmarkGEMVX16Cold(b *testing.B) {
 	const n, k, copies = 1024, 3072, 48
 	r := rand.New(rand.NewPCG(1, 16))
@@ -265,18 +266,20 @@ func BenchmarkGEMVX16Cold(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Run(dt+"/t2", func(b *testing.B) {
-			h := newHarness(b, 2)
-			x, y := f32bytes(randFloats(r, k, 1)), Alloc(4*n)
-			es := make([]*Exec, copies)
-			for i, w := range ws {
-				es[i] = h.bind("simd_gemm_"+dt+"_x16_f32", kernels.GEMMParams{M: 1, N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
-			}
-			b.ResetTimer()
-			for i := range b.N {
-				es[i%copies].Run()
-			}
-			b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-		})
+		for _, m := range []int{1, 8} { // a decode step's rows, and a verify pass's of 7 drafts
+			b.Run(fmt.Sprintf("%s/m%d/t2", dt, m), func(b *testing.B) {
+				h := newHarness(b, 2)
+				x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+				es := make([]*Exec, copies)
+				for i, w := range ws {
+					es[i] = h.bind("simd_gemm_"+dt+"_x16_f32", kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
+				}
+				b.ResetTimer()
+				for i := range b.N {
+					es[i%copies].Run()
+				}
+				b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+			})
+		}
 	}
 }
