@@ -139,11 +139,11 @@ func TestLlama8BDecodeForm(t *testing.T) {
 			}
 		}
 	})
-	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold), rotates q and k in the attention (tuning.rope_in_attention) and keeps its 4096-wide residual norms as commands (tuning.fold_norms_max_dim)", func(t *testing.T) {
+	t.Run("h100-sxm splits SiLU from the down projection (tuning.split_silu), reads Q4_0 planar (tuning.repack), gates gate|up in its GEMV (glu_fold), rotates q and k in the attention (tuning.rope_in_attention) and folds its 4096-wide residual norms into the GEMVs (tuning.fold_norms_max_dim): 6 commands a layer", func(t *testing.T) {
 		h := compile(t, path, Options{Chip: chip(t, "h100-sxm")})
 		labels, ks := layerKernels(h, "decode", 1)
-		want := []string{"residual_rmsnorm_f16", "gemv_q4_0_planar", "flash_attention_decode_rope_f16",
-			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar", "residual_rmsnorm_f16", "gemv_q4_0_planar_glu", "gemv_q4_0_planar"}
+		want := []string{"gemv_q4_0_planar_norm", "flash_attention_decode_rope_f16",
+			"flash_attention_decode_reduce_f16", "gemv_q4_0_planar_res", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"}
 		if !slices.Equal(ks, want) {
 			t.Errorf("kernels\n%v\nwant\n%v\n(labels %v)", ks, want, labels)
 		}
@@ -151,6 +151,13 @@ func TestLlama8BDecodeForm(t *testing.T) {
 		for _, l := range []string{"L1.attn.qkv", "L1.attn.output", "L1.ffn.gate_up", "L1.ffn.down", "logits"} {
 			if v := constant(t, h, "decode", l, "preload"); v != 0 {
 				t.Errorf("%s: preload %d, want 0", l, v)
+			}
+		}
+		// 8 rows a threadgroup from 2^24 weights (kernels.planarShape): the
+		// 4096 × 4096 output projection in 512 threadgroups, one wave
+		for l, want := range map[string]uint32{"L1.attn.qkv": 768, "L1.attn.output": 512, "L1.ffn.gate_up": 3584, "L1.ffn.down": 512} {
+			if g := commandOf(h, "decode", l).Grid[0]; g != want {
+				t.Errorf("%s: %d threadgroups, want %d", l, g, want)
 			}
 		}
 		// the GEMVs read planar buffers, the fused ones stacked from their
@@ -164,7 +171,7 @@ func TestLlama8BDecodeForm(t *testing.T) {
 				}
 			}
 		}
-		for kl, want := range map[string]string{"gemv_q4_0_planar L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar L1.ffn.down": "blk.1.ffn_down.weight.planar",
+		for kl, want := range map[string]string{"gemv_q4_0_planar_norm L1.attn.qkv": "L1.attn.qkv.planar", "gemv_q4_0_planar_res L1.ffn.down": "blk.1.ffn_down.weight.planar",
 			"simd_gemm_q4_0 L1.attn.qkv": "L1.attn.qkv.weight", "simd_gemm_q4_0 L1.ffn.down": "blk.1.ffn_down.weight"} {
 			if reads[kl] != want {
 				t.Errorf("%s reads %q, want %q", kl, reads[kl], want)
@@ -408,5 +415,10 @@ func TestNVIDIAFoldsTheNormsOfNarrowModels(t *testing.T) {
 		if v := constant(t, h, "decode", l, "preload"); v != want {
 			t.Errorf("%s: preload %d, want %d", l, v, want)
 		}
+	}
+	// the 2048 × 8192 down projection (2^24 weights, fewer than 4096 rows)
+	// keeps 4 rows a group: 512 threadgroups (kernels.planarShape)
+	if g := commandOf(h, "decode", "L1.ffn.down").Grid[0]; g != 512 {
+		t.Errorf("L1.ffn.down: %d threadgroups, want 512", g)
 	}
 }

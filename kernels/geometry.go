@@ -239,13 +239,19 @@ const planarThreads = 128
 // 128/nsg lanes striding over the row's blocks, one block (16 quant bytes,
 // one 16-byte load a row) a lane at a time. As many lanes along K as the
 // row has blocks for (128 from 96 blocks, 64 from 48, else 32: lanes
-// without a block idle), and 8 rows a group for matrices of more than 2^24
-// weights, 4 below: ours, from a sweep on an H100 (Q4_0, weights streamed
+// without a block idle), and 8 rows a group for matrices of more than
+// 2^24 weights, 4 below: ours, from a sweep on an H100 (Q4_0, weights streamed
 // from memory, 2026-11-27: docs/cuda.md, ADR 0025), where this rule was
 // within 4% of the fastest split on every matrix of 3 MB or more of the
 // three bench models and reached 2.1–2.6 TB/s on the 8B shape's gate|up
 // and down; on the smaller ones, at their 4–5 µs launch floor, within 14%
-// (0.5 µs).
+// (0.5 µs). Also 8 at exactly 2^24 weights with 4096 rows or more, from
+// the 8B shape's output projection (4096 × 4096) in the decode: at 4 rows,
+// 1024 threadgroups of 96 registers, 1.55 waves; at 8, 512 of 128
+// registers, one wave; tg128 507 -> 513 tok/s, and with the norms folded
+// 514 -> 532 (ADR 0029). The 1B shape's down projection (2048 × 8192, also
+// 2^24) at 8 rows is 256 threadgroups, too few: that shape's decode fell
+// 6% with it (and its bound), so it keeps 4.
 func planarShape(n, nb int) (nr, nsg int) {
 	lanes := 32
 	switch {
@@ -255,7 +261,7 @@ func planarShape(n, nb int) (nr, nsg int) {
 		lanes = 64
 	}
 	nr = 4
-	if n*nb*32 > 1<<24 {
+	if w := n * nb * 32; w > 1<<24 || w == 1<<24 && n >= 4096 {
 		nr = 8
 	}
 	return nr, planarThreads / lanes

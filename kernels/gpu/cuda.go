@@ -98,6 +98,9 @@ func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 	bounds := ""
 	if e.Bounds[0] > 0 {
 		bounds = fmt.Sprintf("__launch_bounds__(%d, %d) ", e.Bounds[0], e.Bounds[1])
+		if e.BoundsUnless != "" {
+			bounds = fmt.Sprintf("__launch_bounds__(%d, (%s) ? 1 : %d) ", e.Bounds[0], e.BoundsUnless, e.Bounds[1])
+		}
 	}
 	fmt.Fprintf(b, "\nextern \"C\" __global__ void %s%s(%s) {\n", bounds, e.Name, strings.Join(ps, ", "))
 	if uses["tgpig"] {

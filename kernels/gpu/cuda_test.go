@@ -173,15 +173,19 @@ inline void other(device float* x) { x[0] = 2; }`
 	}
 }
 
-// A "//! cuda_launch_bounds FUNC THREADS BLOCKS" line gives the entries
-// that call FUNC a __launch_bounds__, and no other entry.
+// A "//! cuda_launch_bounds FUNC THREADS BLOCKS [unless CONST]" line gives
+// the entries that call FUNC a __launch_bounds__, and no other entry.
 func TestLaunchBoundsReachTheCUDAEntry(t *testing.T) {
 	es := entries(t)
 	for name, want := range map[string]string{
-		"gemv_q4_0_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q4_0_l_silu(",
-		"gemv_q6_k_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q6_k_l_silu(",
-		"gemv_q4_0_l":      "__global__ void gemv_q4_0_l(",
-		"gemv_q4_0_silu":   "__global__ void gemv_q4_0_silu(",
+		"gemv_q4_0_l_silu":          "__global__ void __launch_bounds__(128, 8) gemv_q4_0_l_silu(",
+		"gemv_q6_k_l_silu":          "__global__ void __launch_bounds__(128, 8) gemv_q6_k_l_silu(",
+		"gemv_q4_0_l":               "__global__ void gemv_q4_0_l(",
+		"gemv_q4_0_silu":            "__global__ void gemv_q4_0_silu(",
+		"gemv_q4_0_planar_norm":     "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_norm(",
+		"gemv_q4_0_planar_glu_norm": "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_glu_norm(",
+		"gemv_q4_0_planar_res":      "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_res(",
+		"gemv_q4_0_planar":          "__global__ void gemv_q4_0_planar(",
 	} {
 		e := es[name]
 		if e == nil {
@@ -194,5 +198,19 @@ func TestLaunchBoundsReachTheCUDAEntry(t *testing.T) {
 		if !strings.Contains(src, want) {
 			t.Errorf("%s (Bounds %v): want %q in its CUDA", name, e.Bounds, want)
 		}
+	}
+}
+
+// A bound's "unless" condition may name only the kernel's constants.
+func TestBoundsConditionNamesConstants(t *testing.T) {
+	k, ok := kernels.Lookup("gemv_q4_0_planar_norm")
+	if !ok {
+		t.Fatal("no kernel gemv_q4_0_planar_norm")
+	}
+	if err := constantExpr(k, "preload || nr < 8"); err != nil {
+		t.Error(err)
+	}
+	if err := constantExpr(k, "preload || rows < 8"); err == nil {
+		t.Error("a condition naming rows, not a constant, was accepted")
 	}
 }

@@ -32,5 +32,8 @@
 //	//! cuda_launch_bounds gemv_l_silu 128 8
 //
 // (at most 128 threads a threadgroup, registers for 8 threadgroups an SM:
-// __launch_bounds__ on the entry; Entry.Bounds). The MSL ignores it.
+// __launch_bounds__ on the entry; Entry.Bounds). A line ending "unless
+// CONST" names a bool function constant of the kernel under which the bound
+// is lifted (one threadgroup an SM: Entry.BoundsUnless). The MSL ignores
+// both.
 package gpu

@@ -324,6 +324,15 @@ inline void gemv_planar(device const uchar* w,
     gemv_planar_body<T, 0>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+// The folded forms (norm_fold) need 155-167 registers, so that streaming
+// rows past the preload bound at 8 rows a group (every matrix of the 8B
+// shape) ran three threadgroups an SM and the fold made that shape 14%
+// slower (495 -> 420 tok/s on an H100); held to four (128 registers)
+// there, it decodes faster folded than not (ADR 0029). Preloading
+// specializations (the small shapes: one wave whatever the registers)
+// were 2-5% slower bounded, and the 1B shape's 8192-long down projection
+// at 4 rows 1.6%, so they stay unbounded.
+//! cuda_launch_bounds gemv_planar_norm 128 4 unless preload || nr < 8
 template <int T>
 inline void gemv_planar_norm(device const uchar* w,
                              device const half* x,
@@ -338,6 +347,7 @@ inline void gemv_planar_norm(device const uchar* w,
     gemv_planar_body<T, FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+//! cuda_launch_bounds gemv_planar_res 128 4 unless preload || nr < 8
 template <int T>
 inline void gemv_planar_res(device const uchar* w,
                             device const half* x,
@@ -367,6 +377,7 @@ inline void gemv_planar_glu(device const uchar* w,
     gemv_planar_body<T, FORM_GLU>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
+//! cuda_launch_bounds gemv_planar_glu_norm 128 4 unless preload || nr < 8
 template <int T>
 inline void gemv_planar_glu_norm(device const uchar* w,
                                  device const half* x,

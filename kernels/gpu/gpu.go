@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,13 @@ type Entry struct {
 	// __launch_bounds__, at most THREADS threads per threadgroup with
 	// registers for BLOCKS threadgroups per SM (Metal has no such hint).
 	Bounds [2]int
+	// BoundsUnless, where that line ends "unless EXPR": a C expression
+	// over the kernel's function constants (names, numbers, comparisons,
+	// ! && || and parentheses) under which the entry asks for one
+	// threadgroup an SM instead of BLOCKS (no register limit but the
+	// threads'), so that one body can be held to BLOCKS in some of its
+	// specializations only.
+	BoundsUnless string
 }
 
 // Param is one parameter of a body function: its declared type (with the
@@ -72,7 +80,8 @@ var specials = map[string]string{
 
 var (
 	entryRE   = regexp.MustCompile(`(?m)^//! entry (\w+) = (\w+)(<[^>\n]*>)?\s*$`)
-	boundsRE  = regexp.MustCompile(`(?m)^//! cuda_launch_bounds (\w+) (\d+) (\d+)\s*$`)
+	boundsRE  = regexp.MustCompile(`(?m)^//! cuda_launch_bounds (\w+) (\d+) (\d+)(?: unless ([\w <>=!&|()]+?))?\s*$`)
+	wordRE    = regexp.MustCompile(`\w+`)
 	commentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
 	includeRE = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
 	callRE    = regexp.MustCompile(`\b(\w+)\s*(?:<[^;{}()]*>)?\s*\(`)
@@ -105,6 +114,7 @@ func Entries() (map[string]*Entry, error) {
 		text := string(b)
 		code := commentRE.ReplaceAllString(text, "")
 		bounds := map[string][2]int{}
+		unless := map[string]string{}
 		for _, m := range boundsRE.FindAllStringSubmatch(text, -1) {
 			t, _ := strconv.Atoi(m[2])
 			n, _ := strconv.Atoi(m[3])
@@ -112,6 +122,7 @@ func Entries() (map[string]*Entry, error) {
 				return nil, fmt.Errorf("gpu: %s: cuda_launch_bounds %s %s %s: threads must lie in [1, 1024] and blocks in [1, 32]", f, m[1], m[2], m[3])
 			}
 			bounds[m[1]] = [2]int{t, n}
+			unless[m[1]] = m[4]
 		}
 		used := map[string]bool{}
 		for _, m := range entryRE.FindAllStringSubmatch(text, -1) {
@@ -127,7 +138,10 @@ func Entries() (map[string]*Entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("gpu: %s: entry %s: %w", f, name, err)
 			}
-			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body, Waits: waits(code, body, map[string]bool{fn: true}), Bounds: bounds[fn]}
+			e := &Entry{Name: name, File: f, Call: fn + m[3], Func: fn, Body: body, Waits: waits(code, body, map[string]bool{fn: true}), Bounds: bounds[fn], BoundsUnless: unless[fn]}
+			if err := constantExpr(k, e.BoundsUnless); err != nil {
+				return nil, fmt.Errorf("gpu: %s: cuda_launch_bounds %s ... unless %s: %s: %w", f, fn, e.BoundsUnless, name, err)
+			}
 			used[fn] = true
 			for _, p := range params {
 				if err := classify(&p, k); err != nil {
@@ -378,4 +392,18 @@ func init() {
 	}
 	sort.Strings(names)
 	kernels.MustRegister("cuda", names...)
+}
+
+// constantExpr checks that every name in expr is a function constant of
+// kernel k (the bound's condition may use nothing else).
+func constantExpr(k *kernels.Kernel, expr string) error {
+	for _, w := range wordRE.FindAllString(expr, -1) {
+		if w[0] >= '0' && w[0] <= '9' {
+			continue
+		}
+		if !slices.ContainsFunc(k.Constants, func(c kernels.Constant) bool { return c.Name == w }) {
+			return fmt.Errorf("%s is not one of its function constants", w)
+		}
+	}
+	return nil
 }

@@ -252,8 +252,8 @@ var rules = []Rule{
 	rule("split_silu", always, false,
 		"ours: one command fewer a layer; unmeasured on Apple GPUs, which quantize nothing in the GEMV"),
 
-	rule("fold_norms_max_dim", isNVIDIA, 2048,
-		"measured on an H100 (docs/cuda.md), the partial-sum fold against the same plans with the norm commands: Qwen3-0.6B shape (1024) 1530/1542 -> 1573/1565 tok/s, Llama-3.2-1B shape (2048) 1817/1826 -> 1844/1852, Llama-3-8B shape (4096) 476.9 -> 416.1 (unprofiled; likely the norm command was the gap in which the next GEMV's threadgroups, launched early, pulled its weights into L2); wider norms stay commands (3072, between the two, untested)"),
+	rule("fold_norms_max_dim", isNVIDIA, 4096,
+		"measured on an H100 (docs/cuda.md, ADR 0029), the partial-sum fold against the same plans with the norm commands: Qwen3-0.6B shape (1024) 1530/1542 -> 1573/1565 tok/s, Llama-3.2-1B shape (2048) 1817/1826 -> 1844/1852; Llama-3-8B shape (4096) 476.9 -> 416.1 while the folded GEMVs took 155-167 registers (three threadgroups an SM, ncu), and 507 -> 532 once held to four where they stream 8 rows a group (kernels/gpu/gemv.h) with the output projection at 8 rows; wider norms stay commands (unmeasured)"),
 	rule("fold_norms_max_dim", always, 0,
 		"ours: Apple GPUs and CPUs keep the norm commands (no planar GEMVs there)"),
 
