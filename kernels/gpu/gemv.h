@@ -328,10 +328,9 @@ inline void gemv_planar(device const uchar* w,
 // rows past the preload bound at 8 rows a group (every matrix of the 8B
 // shape) ran three threadgroups an SM and the fold made that shape 14%
 // slower (495 -> 420 tok/s on an H100); held to four (128 registers)
-// there, it decodes faster folded than not (ADR 0029). Preloading
-// specializations (the small shapes: one wave whatever the registers)
-// were 2-5% slower bounded, and the 1B shape's 8192-long down projection
-// at 4 rows 1.6%, so they stay unbounded.
+// there, it decodes faster folded than not (ADR 0029). Bounded in every
+// specialization the small shapes decoded 1-5% slower, so preloading ones
+// (one wave whatever the registers) and those at 4 rows stay unbounded.
 //! cuda_launch_bounds gemv_planar_norm 128 4 unless preload || nr < 8
 template <int T>
 inline void gemv_planar_norm(device const uchar* w,
