@@ -416,6 +416,7 @@ type adapt struct {
 	idle    int     // tokens decoded without drafting since the last probe
 	gap     int     // tokens between probes: probeEvery, doubled by each probe that fails
 	plainT  float64 // seconds a plain token takes (0: not timed yet)
+	passes  int     // passes timed
 }
 
 // probeEvery is how many undrafted tokens pass before a short probe pass
@@ -461,19 +462,26 @@ func (a *adapt) plainRun() int { return max(1, max(a.gap, probeEvery)-a.idle) }
 
 // update takes a pass's outcome: accepted of drafted drafts kept (each
 // kept draft is an observed success; the first rejected one a failure).
+// While drafting pays, a stop will probe again soon (probeEvery). A probe
+// doubles the gap when it keeps nothing, or when drafting could not pay
+// even if every draft were kept (rows that cost a plain token or more:
+// stories260K's on the dev box cost 1.6–2.0, and its probes, each keeping
+// a draft or two of its prompt's text, came every 16–32 tokens); one that
+// keeps a draft where a higher rate would pay leaves the gap as it was.
 func (a *adapt) update(drafted, accepted int) {
-	switch {
-	case accepted > 0:
-		a.gap = probeEvery
-	case a.probing:
-		a.gap = min(2*max(a.gap, probeEvery), maxProbeGap)
-	}
+	probing := a.probing
 	a.probing = false
 	for range accepted {
 		a.rate += rateWeight * (1 - a.rate)
 	}
 	if accepted < drafted {
 		a.rate -= rateWeight * a.rate
+	}
+	switch {
+	case draftLen(a.rate, a.lo, a.hi, a.rowCost) > 0:
+		a.gap = probeEvery
+	case probing && (accepted == 0 || draftLen(1, a.lo, a.hi, a.rowCost) == 0):
+		a.gap = min(2*max(a.gap, probeEvery), maxProbeGap)
 	}
 }
 
@@ -491,13 +499,19 @@ func (a *adapt) timePlain(d time.Duration, n int) {
 }
 
 // timePass takes the time of a pass of k drafts: beside a plain token's,
-// what each draft row (and the drafting) added.
+// what each draft row (and the drafting) added. The first passes' costs
+// are averaged (the first replaces the prior), later ones weighted by
+// costWeight: from the prior alone the estimate took a dozen passes to
+// reach a small model's cost (stories260K on the dev box: rows at 1.1–1.4
+// plain tokens, estimated 0.15 → 0.29 → 0.39 …), and the generation
+// drafted, and lost, all the while.
 func (a *adapt) timePass(d time.Duration, k int) {
 	if !a.timed || a.plainT == 0 || k == 0 {
 		return
 	}
+	a.passes++
 	c := (d.Seconds()/a.plainT - 1) / float64(k)
-	a.rowCost += costWeight * (min(max(c, 0.01), 10) - a.rowCost)
+	a.rowCost += max(costWeight, 1/float64(a.passes)) * (min(max(c, 0.01), 10) - a.rowCost)
 }
 
 // draftLen is the draft length k ∈ {0} ∪ [lo, hi] that gives the most

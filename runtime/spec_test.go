@@ -100,6 +100,45 @@ func TestAdaptiveLengthStopsAndProbes(t *testing.T) {
 	}
 }
 
+// The first timed pass replaces the prior row cost: a model whose rows
+// cost more than a plain token stops drafting at a middling rate after
+// one pass, not a dozen; a second pass that costs less is averaged in.
+func TestAdaptiveLengthLearnsThePassCostAtOnce(t *testing.T) {
+	a := adapt{lo: 1, hi: 8, rowCost: DefaultRowCost, rate: 0.5, timed: true}
+	a.timePlain(100*time.Microsecond, 1)
+	if k := a.next(); k == 0 {
+		t.Fatal("no draft before any pass was timed")
+	}
+	a.timePass(220*time.Microsecond, 1) // a row 1.2 plain tokens
+	if k := a.next(); k != 0 {
+		t.Fatalf("after a pass at 1.2 plain tokens a row (estimate %.2f), rate %.2f: length %d, want 0", a.rowCost, a.rate, k)
+	}
+	a.timePass(120*time.Microsecond, 1) // 0.2
+	if d := a.rowCost - 0.7; d < -1e-9 || d > 1e-9 {
+		t.Fatalf("after rows of 1.2 and 0.2 plain tokens: estimate %.3f, want their mean 0.7", a.rowCost)
+	}
+}
+
+// Where a row costs more than a plain token, no acceptance rate makes a
+// pass pay: probes that keep their drafts still space out to maxProbeGap.
+func TestProbesSpaceOutWhereNoRatePays(t *testing.T) {
+	a := adapt{lo: 1, hi: 8, rowCost: 1.9, rate: 0.1, timed: true}
+	plain, probes := 0, 0
+	for plain < 2048 {
+		if k := a.next(); k > 0 {
+			a.update(k, k) // every probe keeps its drafts
+			probes++
+			continue
+		}
+		n := a.plainRun()
+		a.idle += n
+		plain += n
+	}
+	if want := 2048/maxProbeGap + 5; probes > want {
+		t.Fatalf("%d probes in %d plain tokens, want at most %d", probes, plain, want)
+	}
+}
+
 func TestNGramDraftsTheLongestMostRecentMatch(t *testing.T) {
 	n := &NGram{MinMatch: 1, MaxMatch: 3}
 	for _, tc := range []struct {
