@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"regexp"
 	goruntime "runtime"
 	"sync"
 	"time"
@@ -99,6 +100,11 @@ type Options struct {
 	// their weights, then wait for the command before (grid_wait in
 	// kernels/gpu/prelude_cuda.h). AKUNU_CUDA_PDL=0 sets it.
 	NoPDL bool
+	// Skip leaves out every command whose label and kernel, "label
+	// kernel", it matches: a developer's tool for what a command costs in
+	// the decode graph as it runs (the output is wrong; ADR 0029).
+	// AKUNU_CUDA_SKIP=REGEXP sets it.
+	Skip *regexp.Regexp
 }
 
 // launchConfig is the driver's CUlaunchConfig, launchAttr its
@@ -147,6 +153,13 @@ type pipeline struct {
 // New opens the CUDA driver and NVRTC and takes GPU opt.Device; the error
 // wraps ErrUnavailable where there is none.
 func New(opt Options) (*Backend, error) {
+	if v := os.Getenv("AKUNU_CUDA_SKIP"); v != "" {
+		re, err := regexp.Compile(v)
+		if err != nil {
+			return nil, fmt.Errorf("cuda: AKUNU_CUDA_SKIP: %w", err)
+		}
+		opt.Skip = re
+	}
 	d, err := loadDriver()
 	if err != nil {
 		return nil, err
@@ -792,6 +805,7 @@ type command struct {
 	patches   []device.Patch
 	off       int  // offset of its parameters in a step slot
 	early     bool // launched to start before the command before it ends (Options.NoPDL)
+	skip      bool // left out (Options.Skip)
 	vals      [maxArgs]uint64
 	ptrs      [maxArgs]uintptr // kernelParams: the addresses of vals
 	nargs     int
@@ -803,6 +817,7 @@ func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
 		return device.Program{}, err
 	}
 	p := &program{}
+	skipped := 0
 	for i := range cmds {
 		c, err := b.bindCommand(&cmds[i])
 		if err != nil {
@@ -811,6 +826,12 @@ func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
 		c.off = p.stride
 		p.stride += (len(c.params) + 15) &^ 15
 		p.cmds = append(p.cmds, c)
+		if c.skip {
+			skipped++
+		}
+	}
+	if skipped > 0 {
+		fmt.Fprintf(os.Stderr, "akunu: AKUNU_CUDA_SKIP leaves %d of a program's %d commands out: its output is wrong\n", skipped, len(cmds))
 	}
 	if p.stride == 0 {
 		p.stride = 16
@@ -836,6 +857,9 @@ func (b *Backend) bindCommand(dc *device.Command) (*command, error) {
 	pl := b.pipelines[pipelineKey(dc.Pipeline)]
 	c := &command{label: dc.Label, kernel: dc.Kernel.Name, fn: pl.fn, shmem: dc.TGMem, grid: dc.Grid, blk: dc.Threadgroup,
 		slots: make([]slot, len(dc.Slots)), psize: len(dc.Params), bounds: device.BoundsTail(dc.Kernel)}
+	if b.opt.Skip != nil && b.opt.Skip.MatchString(dc.Label+" "+dc.Kernel.Name) {
+		c.skip = true
+	}
 	if t := int(dc.Threadgroup[0] * dc.Threadgroup[1] * dc.Threadgroup[2]); pl.maxThreads > 0 && t > pl.maxThreads {
 		return nil, fmt.Errorf("%d threads per block; %s allows %d: %w", t, pl.key, pl.maxThreads, ErrUnsupported)
 	}
@@ -1063,6 +1087,9 @@ func (b *Backend) launchAll(p *program, steps []plans.Step, base int) error {
 // into the graph being captured from it.
 func (b *Backend) launchStep(p *program, step plans.Step, s, at int) error {
 	for _, c := range p.cmds {
+		if c.skip {
+			continue
+		}
 		c.patch(step)
 		for k, sl := range c.order {
 			x := &c.slots[sl]

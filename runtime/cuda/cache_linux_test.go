@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -76,5 +77,15 @@ func TestLateFamiliesAreFamilies(t *testing.T) {
 		if !slices.Contains(fams, f) {
 			t.Errorf("lateFamilies names %s; the families are %v", f, fams)
 		}
+	}
+}
+
+// A malformed AKUNU_CUDA_SKIP is an error that names it, before any driver
+// is needed (so this runs on machines without one too).
+func TestSkipPatternIsChecked(t *testing.T) {
+	t.Setenv("AKUNU_CUDA_SKIP", "attn.(norm")
+	_, err := New(Options{})
+	if err == nil || !strings.Contains(err.Error(), "AKUNU_CUDA_SKIP") {
+		t.Fatalf("New with a malformed AKUNU_CUDA_SKIP: %v", err)
 	}
 }
