@@ -75,12 +75,22 @@ func CUDA(names []string, values map[string]uint32, es map[string]*Entry) (strin
 	// knows).
 	byRef := strings.Contains(body, "bound_bytes(")
 	for _, n := range names {
-		writeCUDAEntry(&b, es[n], byRef)
+		bounded := es[n].Bounds[0] > 0
+		if c := es[n].BoundsUnless; bounded && c != "" {
+			lift, err := evalConstantExpr(c, values)
+			if err != nil {
+				return "", fmt.Errorf("gpu: %s: cuda_launch_bounds ... unless %s: %w", n, c, err)
+			}
+			bounded = lift == 0
+		}
+		writeCUDAEntry(&b, es[n], byRef, bounded)
 	}
 	return b.String(), nil
 }
 
-func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
+// writeCUDAEntry writes entry e's extern "C" function, with its
+// __launch_bounds__ where bounded.
+func writeCUDAEntry(b *strings.Builder, e *Entry, byRef, bounded bool) {
 	var ps []string
 	var pname, ptype string
 	uses := map[string]bool{}
@@ -96,11 +106,8 @@ func writeCUDAEntry(b *strings.Builder, e *Entry, byRef bool) {
 	}
 	ps = append(ps, ptype+"* akunu_p")
 	bounds := ""
-	if e.Bounds[0] > 0 {
+	if bounded {
 		bounds = fmt.Sprintf("__launch_bounds__(%d, %d) ", e.Bounds[0], e.Bounds[1])
-		if e.BoundsUnless != "" {
-			bounds = fmt.Sprintf("__launch_bounds__(%d, (%s) ? 1 : %d) ", e.Bounds[0], e.BoundsUnless, e.Bounds[1])
-		}
 	}
 	fmt.Fprintf(b, "\nextern \"C\" __global__ void %s%s(%s) {\n", bounds, e.Name, strings.Join(ps, ", "))
 	if uses["tgpig"] {

@@ -178,14 +178,11 @@ inline void other(device float* x) { x[0] = 2; }`
 func TestLaunchBoundsReachTheCUDAEntry(t *testing.T) {
 	es := entries(t)
 	for name, want := range map[string]string{
-		"gemv_q4_0_l_silu":          "__global__ void __launch_bounds__(128, 8) gemv_q4_0_l_silu(",
-		"gemv_q6_k_l_silu":          "__global__ void __launch_bounds__(128, 8) gemv_q6_k_l_silu(",
-		"gemv_q4_0_l":               "__global__ void gemv_q4_0_l(",
-		"gemv_q4_0_silu":            "__global__ void gemv_q4_0_silu(",
-		"gemv_q4_0_planar_norm":     "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_norm(",
-		"gemv_q4_0_planar_glu_norm": "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_glu_norm(",
-		"gemv_q4_0_planar_res":      "__global__ void __launch_bounds__(128, (preload || nr < 8) ? 1 : 4) gemv_q4_0_planar_res(",
-		"gemv_q4_0_planar":          "__global__ void gemv_q4_0_planar(",
+		"gemv_q4_0_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q4_0_l_silu(",
+		"gemv_q6_k_l_silu": "__global__ void __launch_bounds__(128, 8) gemv_q6_k_l_silu(",
+		"gemv_q4_0_l":      "__global__ void gemv_q4_0_l(",
+		"gemv_q4_0_silu":   "__global__ void gemv_q4_0_silu(",
+		"gemv_q4_0_planar": "__global__ void gemv_q4_0_planar(",
 	} {
 		e := es[name]
 		if e == nil {
@@ -197,6 +194,50 @@ func TestLaunchBoundsReachTheCUDAEntry(t *testing.T) {
 		}
 		if !strings.Contains(src, want) {
 			t.Errorf("%s (Bounds %v): want %q in its CUDA", name, e.Bounds, want)
+		}
+	}
+}
+
+// A bound with an "unless" condition is on the specializations where the
+// condition is false and on no other (the folded planar GEMVs: streaming 8
+// rows a group).
+func TestLaunchBoundsFollowTheirCondition(t *testing.T) {
+	es := entries(t)
+	for _, name := range []string{"gemv_q4_0_planar_norm", "gemv_q4_0_planar_glu_norm", "gemv_q4_0_planar_res"} {
+		for _, c := range []struct {
+			values  map[string]uint32
+			bounded bool
+		}{
+			{map[string]uint32{"nr": 8}, true},
+			{map[string]uint32{"nr": 8, "preload": 1}, false},
+			{map[string]uint32{"nr": 4}, false},
+			{nil, false},
+		} {
+			src, err := CUDA([]string{name}, c.values, es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "__global__ void " + name + "("
+			if c.bounded {
+				want = "__global__ void __launch_bounds__(128, 4) " + name + "("
+			}
+			if !strings.Contains(src, want) {
+				t.Errorf("%s with %v: want %q in its CUDA", name, c.values, want)
+			}
+		}
+	}
+}
+
+func TestConstantConditions(t *testing.T) {
+	for expr, want := range map[string]int64{"preload || nr < 8": 1, "!preload && nr >= 8": 0, "(nr == 8) && !(preload != 0)": 0, "nr <= 4 || 3 > 2": 1} {
+		got, err := evalConstantExpr(expr, map[string]uint32{"nr": 8, "preload": 1})
+		if err != nil || got != want {
+			t.Errorf("%s with nr 8, preload 1: %d, %v; want %d", expr, got, err, want)
+		}
+	}
+	for _, bad := range []string{"nr +", "nr + 1", "f(nr)", "nr < 0x8"} {
+		if _, err := evalConstantExpr(bad, nil); err == nil {
+			t.Errorf("%q evaluated", bad)
 		}
 	}
 }

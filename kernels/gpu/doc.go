@@ -33,7 +33,8 @@
 //
 // (at most 128 threads a threadgroup, registers for 8 threadgroups an SM:
 // __launch_bounds__ on the entry; Entry.Bounds). A line ending "unless
-// CONST" names a bool function constant of the kernel under which the bound
-// is lifted (one threadgroup an SM: Entry.BoundsUnless). The MSL ignores
-// both.
+// EXPR", a condition over the kernel's function constants such as
+// "preload || nr < 8", bounds only the specializations where it is false
+// (Entry.BoundsUnless; the others' entries are as without the line). The
+// MSL ignores both.
 package gpu

@@ -3,6 +3,9 @@ package gpu
 import (
 	"embed"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -40,12 +43,12 @@ type Entry struct {
 	// __launch_bounds__, at most THREADS threads per threadgroup with
 	// registers for BLOCKS threadgroups per SM (Metal has no such hint).
 	Bounds [2]int
-	// BoundsUnless, where that line ends "unless EXPR": a C expression
-	// over the kernel's function constants (names, numbers, comparisons,
-	// ! && || and parentheses) under which the entry asks for one
-	// threadgroup an SM instead of BLOCKS (no register limit but the
-	// threads'), so that one body can be held to BLOCKS in some of its
-	// specializations only.
+	// BoundsUnless, where that line ends "unless EXPR": an expression over
+	// the kernel's function constants (names, numbers, comparisons, ! &&
+	// || and parentheses) under which a specialization's entry has no
+	// __launch_bounds__, so that one body can be held to BLOCKS in some of
+	// its specializations only (kernels/gpu.CUDA evaluates it with the
+	// constants' values).
 	BoundsUnless string
 }
 
@@ -395,8 +398,12 @@ func init() {
 }
 
 // constantExpr checks that every name in expr is a function constant of
-// kernel k (the bound's condition may use nothing else).
+// kernel k (the bound's condition may use nothing else) and that it
+// evaluates.
 func constantExpr(k *kernels.Kernel, expr string) error {
+	if expr == "" {
+		return nil
+	}
 	for _, w := range wordRE.FindAllString(expr, -1) {
 		if w[0] >= '0' && w[0] <= '9' {
 			continue
@@ -405,5 +412,69 @@ func constantExpr(k *kernels.Kernel, expr string) error {
 			return fmt.Errorf("%s is not one of its function constants", w)
 		}
 	}
-	return nil
+	_, err := evalConstantExpr(expr, nil)
+	return err
+}
+
+// evalConstantExpr evaluates a condition over function constants (a
+// constant not in values is 0, false; true is 1): decimal numbers, names,
+// ( ), !, < <= > >= == !=, && and ||, which C and Go spell alike.
+func evalConstantExpr(expr string, values map[string]uint32) (int64, error) {
+	e, err := parser.ParseExpr(expr)
+	if err != nil {
+		return 0, err
+	}
+	return evalNode(e, values)
+}
+
+func evalNode(n ast.Expr, values map[string]uint32) (int64, error) {
+	b2i := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	switch n := n.(type) {
+	case *ast.Ident:
+		return int64(values[n.Name]), nil
+	case *ast.BasicLit:
+		if n.Kind == token.INT {
+			return strconv.ParseInt(n.Value, 10, 64)
+		}
+	case *ast.ParenExpr:
+		return evalNode(n.X, values)
+	case *ast.UnaryExpr:
+		if n.Op == token.NOT {
+			x, err := evalNode(n.X, values)
+			return b2i(x == 0), err
+		}
+	case *ast.BinaryExpr:
+		x, err := evalNode(n.X, values)
+		if err != nil {
+			return 0, err
+		}
+		y, err := evalNode(n.Y, values)
+		if err != nil {
+			return 0, err
+		}
+		switch n.Op {
+		case token.LSS:
+			return b2i(x < y), nil
+		case token.LEQ:
+			return b2i(x <= y), nil
+		case token.GTR:
+			return b2i(x > y), nil
+		case token.GEQ:
+			return b2i(x >= y), nil
+		case token.EQL:
+			return b2i(x == y), nil
+		case token.NEQ:
+			return b2i(x != y), nil
+		case token.LAND:
+			return b2i(x != 0 && y != 0), nil
+		case token.LOR:
+			return b2i(x != 0 || y != 0), nil
+		}
+	}
+	return 0, fmt.Errorf("%T is not part of a constant condition", n)
 }
