@@ -120,6 +120,9 @@ inline void decode_rope(device const half* q, device const half* k, device const
     decode_keys<true, G>(qv, r, kc, vc, p.scale, p.softcap, nullptr, partials, tg, h, tgpig.y, tid, sg, lane);
 }
 
+// flash_attention_decode_rope: the interleaved pairs (NEOX false, Llama)
+// or NeoX's halves (Qwen 2), without the head norm.
+template <bool NEOX>
 inline void flash_attention_decode_rope(device const half* q,
                                         device const half* k,
                                         device const half* v,
@@ -133,23 +136,7 @@ inline void flash_attention_decode_rope(device const half* q,
                                         uint tid,
                                         uint sg,
                                         uint lane) {
-    decode_rope<false, false>(q, k, v, factors, factors, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
-}
-
-inline void flash_attention_decode_rope_neox(device const half* q,
-                                             device const half* k,
-                                             device const half* v,
-                                             device half* k_cache,
-                                             device half* v_cache,
-                                             device float* partials,
-                                             device const float* factors,
-                                             constant AttentionRoPEParams& p,
-                                             threadgroup float* tg,
-                                             uint3 tgpig,
-                                             uint tid,
-                                             uint sg,
-                                             uint lane) {
-    decode_rope<true, false>(q, k, v, factors, factors, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
+    decode_rope<NEOX, false>(q, k, v, factors, factors, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
 }
 
 inline void flash_attention_decode_rope_neox_norm(device const half* q,
@@ -170,6 +157,6 @@ inline void flash_attention_decode_rope_neox_norm(device const half* q,
     decode_rope<true, true>(q, k, v, q_norm, k_norm, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
 }
 
-//! entry flash_attention_decode_rope_f16 = flash_attention_decode_rope
-//! entry flash_attention_decode_rope_neox_f16 = flash_attention_decode_rope_neox
+//! entry flash_attention_decode_rope_f16 = flash_attention_decode_rope<false>
+//! entry flash_attention_decode_rope_neox_f16 = flash_attention_decode_rope<true>
 //! entry flash_attention_decode_rope_neox_norm_f16 = flash_attention_decode_rope_neox_norm

@@ -26,7 +26,7 @@ kernel void flash_attention_decode_rope_f16(device const half* q [[buffer(0)]],
                                             uint tid [[thread_index_in_threadgroup]],
                                             uint sg [[simdgroup_index_in_threadgroup]],
                                             uint lane [[thread_index_in_simdgroup]]) {
-    flash_attention_decode_rope(q, k, v, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
+    flash_attention_decode_rope<false>(q, k, v, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
 }
 
 kernel void flash_attention_decode_rope_neox_f16(device const half* q [[buffer(0)]],
@@ -42,7 +42,7 @@ kernel void flash_attention_decode_rope_neox_f16(device const half* q [[buffer(0
                                                  uint tid [[thread_index_in_threadgroup]],
                                                  uint sg [[simdgroup_index_in_threadgroup]],
                                                  uint lane [[thread_index_in_simdgroup]]) {
-    flash_attention_decode_rope_neox(q, k, v, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
+    flash_attention_decode_rope<true>(q, k, v, k_cache, v_cache, partials, factors, p, tg, tgpig, tid, sg, lane);
 }
 
 kernel void flash_attention_decode_rope_neox_norm_f16(device const half* q [[buffer(0)]],
