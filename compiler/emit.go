@@ -314,9 +314,7 @@ func (e *emitter) node(n Node, ks []*kernels.Kernel) error {
 		}
 		q, out := b.In[0], b.Out[0]
 		kv := s.scratch.kv[n.KVLayer]
-		prm := kernels.AttentionParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
-			HeadDimV: uint32(n.HeadDimV), MaxCtx: uint32(s.ctx), NTokens: uint32(e.p.rows), Window: uint32(n.Window),
-			QStride: e.stride(q), OStride: e.stride(out), Scale: float32(n.Scale), Softcap: float32(n.Softcap)}
+		prm := e.attnParams(n, e.p.rows, e.stride(q), out)
 		sh := attnShape(s, e.p, n)
 		read := e.actRead(q) + e.whole(kv[0]).len + e.whole(kv[1]).len
 		binds := e.rows(map[string]bref{"q": e.act(q), "k_cache": e.whole(kv[0]), "v_cache": e.whole(kv[1]), "out": e.act(out)})
@@ -376,11 +374,17 @@ func (e *emitter) attnRoPE(n *Attention, b *Base, ks []*kernels.Kernel) error {
 	if err := e.emit(n, ks[0], sh, prm, binds, e.class(q), read); err != nil {
 		return err
 	}
-	red := kernels.AttentionParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
-		HeadDimV: uint32(n.HeadDimV), MaxCtx: uint32(s.ctx), NTokens: 1, Window: uint32(n.Window),
-		QStride: uint32(n.Heads * n.HeadDim), OStride: e.stride(out), Scale: float32(n.Scale), Softcap: float32(n.Softcap)}
+	red := e.attnParams(n, 1, uint32(n.Heads*n.HeadDim), out)
 	return e.emit(n, ks[1], sh, red, map[string]bref{"partials": e.whole(s.scratch.parts), "out": e.act(out)},
 		rowsFixed, e.whole(s.scratch.parts).len)
+}
+
+// attnParams is attention n's parameter struct for rows tokens whose q
+// rows lie qStride elements apart, writing out.
+func (e *emitter) attnParams(n *Attention, rows int, qStride uint32, out ValueID) kernels.AttentionParams {
+	return kernels.AttentionParams{NHeads: uint32(n.Heads), NKVHeads: uint32(n.KVHeads), HeadDim: uint32(n.HeadDim),
+		HeadDimV: uint32(n.HeadDimV), MaxCtx: uint32(e.s.ctx), NTokens: uint32(rows), Window: uint32(n.Window),
+		QStride: qStride, OStride: e.stride(out), Scale: float32(n.Scale), Softcap: float32(n.Softcap)}
 }
 
 func (e *emitter) matmul(n *MatMul, k *kernels.Kernel) error {
