@@ -13,9 +13,10 @@ import (
 	"github.com/akunu-dev/akunu/specs"
 )
 
-// goldenChips are the targets every golden model is compiled for; the CPU
+// goldenChips are the targets every golden model is compiled for (h100-sxm:
+// the NVIDIA plans, with their planar layouts and folds); the CPU
 // target's core count is fixed so that goldens do not depend on the machine.
-var goldenChips = []string{"m1", "m3-pro", "m4-max", "cpu-avx2:8"}
+var goldenChips = []string{"m1", "m3-pro", "m4-max", "cpu-avx2:8", "h100-sxm"}
 
 // goldenProgram keeps a golden short: decode, sampled and the batch (or
 // embedding) bucket of 8 rows; the other buckets differ from it only in
