@@ -84,7 +84,6 @@ var specials = map[string]string{
 var (
 	entryRE   = regexp.MustCompile(`(?m)^//! entry (\w+) = (\w+)(<[^>\n]*>)?\s*$`)
 	boundsRE  = regexp.MustCompile(`(?m)^//! cuda_launch_bounds (\w+) (\d+) (\d+)(?: unless ([\w <>=!&|()]+?))?\s*$`)
-	wordRE    = regexp.MustCompile(`\w+`)
 	commentRE = regexp.MustCompile(`(?s)//[^\n]*|/\*.*?\*/`)
 	includeRE = regexp.MustCompile(`(?m)^#include "([^"]+)"\s*$`)
 	callRE    = regexp.MustCompile(`\b(\w+)\s*(?:<[^;{}()]*>)?\s*\(`)
@@ -404,15 +403,18 @@ func constantExpr(k *kernels.Kernel, expr string) error {
 	if expr == "" {
 		return nil
 	}
-	for _, w := range wordRE.FindAllString(expr, -1) {
-		if w[0] >= '0' && w[0] <= '9' {
-			continue
-		}
-		if !slices.ContainsFunc(k.Constants, func(c kernels.Constant) bool { return c.Name == w }) {
-			return fmt.Errorf("%s is not one of its function constants", w)
-		}
+	if _, err := evalConstantExpr(expr, nil); err != nil {
+		return err
 	}
-	_, err := evalConstantExpr(expr, nil)
+	e, _ := parser.ParseExpr(expr) // it parsed above
+	var err error
+	ast.Inspect(e, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && err == nil &&
+			!slices.ContainsFunc(k.Constants, func(c kernels.Constant) bool { return c.Name == id.Name }) {
+			err = fmt.Errorf("%s is not one of its function constants", id.Name)
+		}
+		return err == nil
+	})
 	return err
 }
 
