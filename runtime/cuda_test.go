@@ -127,6 +127,21 @@ func TestCUDAMatchesTheCPU(t *testing.T) {
 	}
 }
 
+// The plans TestCUDAMatchesTheCPU replays compile, and replay on the CPU,
+// where no NVIDIA driver loads (CI): the compiler's NVIDIA forms (the
+// rotating attention, the folded norms) for every architecture it covers.
+func TestNVIDIAPlansRunOnTheCPU(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3", "gemma3", "qwen2", "gemma2", "phi3"} {
+		t.Run(arch, func(t *testing.T) {
+			model := synthModel(t, arch, dtype.Q4_0)
+			c := load(t, compile(t, model, "h100-sxm"), model, 0)
+			if toks := ours(t, c, c.Tokenizer.Tokenize(cudaLongPrompt, true, false), 8); len(toks) == 0 {
+				t.Fatal("no steps")
+			}
+		})
+	}
+}
+
 // Plans compiled for Apple chips use the same kernel bodies as Metal:
 // replayed on CUDA they give the CPU's tokens.
 func TestCUDARunsApplePlans(t *testing.T) {
