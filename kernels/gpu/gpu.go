@@ -403,11 +403,13 @@ func constantExpr(k *kernels.Kernel, expr string) error {
 	if expr == "" {
 		return nil
 	}
-	if _, err := evalConstantExpr(expr, nil); err != nil {
+	e, err := parser.ParseExpr(expr)
+	if err != nil {
 		return err
 	}
-	e, _ := parser.ParseExpr(expr) // it parsed above
-	var err error
+	if _, err := evalNode(e, nil); err != nil {
+		return err
+	}
 	ast.Inspect(e, func(n ast.Node) bool {
 		if id, ok := n.(*ast.Ident); ok && err == nil &&
 			!slices.ContainsFunc(k.Constants, func(c kernels.Constant) bool { return c.Name == id.Name }) {
