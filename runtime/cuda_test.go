@@ -135,8 +135,23 @@ func TestNVIDIAPlansRunOnTheCPU(t *testing.T) {
 		t.Run(arch, func(t *testing.T) {
 			model := synthModel(t, arch, dtype.Q4_0)
 			c := load(t, compile(t, model, "h100-sxm"), model, 0)
-			if toks := ours(t, c, c.Tokenizer.Tokenize(cudaLongPrompt, true, false), 8); len(toks) == 0 {
-				t.Fatal("no steps")
+			steps := ours(t, c, c.Tokenizer.Tokenize(cudaLongPrompt, true, false), 8)
+			if len(steps) != 8 {
+				t.Fatalf("%d steps, want 8", len(steps))
+			}
+			for i, st := range steps { // the plan's argmax is the largest of the logits it hands the host
+				best := 0
+				for j, v := range st.logits {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						t.Fatalf("step %d: logit %d is %v", i, j, v)
+					}
+					if v > st.logits[best] {
+						best = j
+					}
+				}
+				if int(st.tok) != best {
+					t.Errorf("step %d: token %d, the largest logit is %d's", i, st.tok, best)
+				}
 			}
 		})
 	}
