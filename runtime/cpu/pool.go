@@ -60,17 +60,18 @@ type pool struct {
 	// caller publishes a generation only after every worker taking part in
 	// the last one has checked in, so a worker taking part reads task
 	// fields that stay put until it checks in.
-	state   atomic.Uint64 // polled by spinning workers
-	_       [56]byte
-	pending atomic.Int32 // workers yet to check in
-	_       [60]byte
-	next    atomic.Int64 // the next unclaimed item
-	_       [56]byte
+	state atomic.Uint64 // polled by spinning workers
+	_     [56]byte
+	next  atomic.Int64 // the next unclaimed item after the workers' first chunks
+	_     [56]byte
 
 	// rescues counts the parked workers rescue woke (tests read it).
 	rescues atomic.Int64
-	// done is the last generation each worker checked in for.
-	done []atomic.Uint32
+	// done is the last generation each worker checked in for, a cache
+	// line each: the caller reads them all, and no worker's check-in waits
+	// for another's (one shared count made 15 check-ins take turns at 16
+	// threads).
+	done []doneLine
 
 	// faulted and faultAddr record a memory fault a kernel hit (fault.go).
 	faulted   atomic.Bool
@@ -81,7 +82,7 @@ func newPool(threads int) *pool {
 	if threads <= 0 {
 		threads = runtime.NumCPU()
 	}
-	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads), done: make([]atomic.Uint32, threads)}
+	p := &pool{threads: threads, sleep: make([]atomic.Bool, threads), wake: make([]chan struct{}, threads), done: make([]doneLine, threads)}
 	for w := 1; w < threads; w++ {
 		p.wake[w] = make(chan struct{}, 1)
 		go p.worker(w, uint32(p.state.Load()>>32))
@@ -129,15 +130,25 @@ func (p *pool) worker(w int, seen uint32) {
 			continue // not needed in this run
 		}
 		p.work(w)
-		p.done[w].Store(seen)
-		p.pending.Add(-1)
+		p.done[w].gen.Store(seen)
 	}
 }
 
-// work claims chunks until none remain.
+// doneLine is a worker's check-in on a cache line of its own.
+type doneLine struct {
+	gen atomic.Uint32
+	_   [60]byte
+}
+
+// work does chunk w (each worker taking part has one of its own, so that
+// the run does not start with every worker claiming from one counter at
+// once), then claims chunks until none remain.
 func (p *pool) work(w int) {
 	defer p.catch()
 	n, g := int64(p.n), int64(p.grain)
+	if i := int64(w) * g; i < n {
+		p.t.do(w, int(i), int(min(i+g, n)))
+	}
 	for {
 		i := p.next.Add(g) - g
 		if i >= n {
@@ -162,23 +173,26 @@ func (p *pool) run(t task, n, grain int, bytesPerItem int) {
 	}
 	active := min(chunks, p.threads) - 1
 	p.t, p.n, p.grain = t, n, grain
-	p.next.Store(0)
-	p.pending.Store(int32(active))
+	p.next.Store(int64(active+1) * int64(grain)) // chunks 0..active: the workers' first
 	p.publish(active)
+	gen := uint32(p.state.Load() >> 32)
 	p.work(0)
-	for spins := 0; p.pending.Load() != 0; spins++ {
-		pause()
-		if spins&255 == 255 {
-			runtime.Gosched()
-		}
-		if spins >= rescueAfter && spins&(rescueAfter-1) == 0 {
-			p.rescue(active)
+	spins := 0
+	for w := 1; w <= active; w++ {
+		for ; p.done[w].gen.Load() != gen; spins++ {
+			pause()
+			if spins&255 == 255 {
+				runtime.Gosched()
+			}
+			if spins >= rescueAfter && spins&(rescueAfter-1) == 0 {
+				p.rescue(active)
+			}
 		}
 	}
 	p.t = nil
 }
 
-// rescueAfter is how many polls of pending (a few ms) run waits before it
+// rescueAfter is how many polls of the check-ins (a few ms) run waits before it
 // looks for a worker of the run that is parked without its token.
 const rescueAfter = 1 << 14
 
@@ -186,12 +200,12 @@ const rescueAfter = 1 << 14
 // a parked one wakes and sees the run; a busy one finds the token when it
 // next parks, and, seeing no new generation, parks again. (Two device runs
 // with a CUDA backend in the same process hung with every worker parked
-// and pending above zero; the cause is not found, and this ends such a
+// and a check-in missing; the cause is not found, and this ends such a
 // hang, whatever its cause, a few milliseconds in.)
 func (p *pool) rescue(active int) {
 	g := uint32(p.state.Load() >> 32)
 	for w := 1; w <= active; w++ {
-		if p.done[w].Load() != g {
+		if p.done[w].gen.Load() != g {
 			p.rescues.Add(1)
 			p.token(w)
 		}
