@@ -187,6 +187,22 @@ const (
 	tCtx, tVocab      = 64, 1000
 )
 
+// wideArgmax is argmax over a Llama 3 vocabulary (128256 logits: 16-byte
+// loads and a tail that is not a whole load of every thread) with each
+// row's largest logit twice, the lower index the answer (row 0: 8195
+// and 16387; row 1: 801 and 98309).
+func wideArgmax(r *rand.Rand) kcase {
+	const n = 128256
+	logits := f16s(r, 2*n, 3)
+	for row, ix := range [][2]int{{8*1024 + 3, 8*2*1024 + 3}, {8*3*1024*4 + 5, 8*100 + 1}} {
+		for _, i := range ix {
+			binary.LittleEndian.PutUint16(logits[2*(row*n+i):], dtype.Float16bits(100))
+		}
+	}
+	return kcase{kernels.Shape{Tokens: 2, Vocab: n, VecX: true}, kernels.ArgmaxParams{N: n, OutSlot: 1, NRows: 2},
+		map[string][]byte{"logits": logits, "ids": make([]byte, 4*4)}}
+}
+
 func f16s(r *rand.Rand, n int, scale float64) []byte {
 	b := make([]byte, 2*n)
 	for i := range n {
@@ -629,6 +645,9 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 			}
 			if k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 && k.DType.BlockSize() <= 32 {
 				cases = append(cases, gemmHalfStep(t, rand.New(rand.NewPCG(4, uint64(len(k.Name)))), k))
+			}
+			if k.Op == kernels.OpArgmax && k.Act == dtype.F16 {
+				cases = append(cases, wideArgmax(rand.New(rand.NewPCG(5, 5))))
 			}
 			if k.Op == kernels.OpAttentionPrefill && k.Variant&kernels.V2 != 0 {
 				cases = append(cases, stagedPrefill(rand.New(rand.NewPCG(2, uint64(len(k.Name)))), cs))
