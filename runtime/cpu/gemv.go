@@ -159,36 +159,9 @@ func growBytes(s []byte, n int) []byte {
 }
 
 func (g *gemv) run(e *Exec) {
-	n, k := int(g.p.N), int(g.p.K)
-	s := &e.b.scratch
-	x := s.f[:k]
-	if g.silu {
-		up := s.f[k : 2*k]
-		g.act.load(x, e.buf(1), 0, k)
-		g.act.load(up, e.buf(2), 0, k)
-		siluMul(x, up)
-	} else {
-		g.act.load(x, e.buf(1), 0, k)
-	}
-	if g.norm { // the norm's scale, from the _res GEMV's partial sums
-		var ss float64
-		for _, v := range f32s(e.buf(g.pslot))[:g.p.Parts] {
-			ss += float64(v)
-		}
-		g.sc = rmsScale(ss, k, g.p.Eps)
-	}
-	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(g.y), g.wt.rowBytes(k)
-	if g.bias {
-		g.bb = f32s(e.buf(g.bslot))
-	}
-	if g.wt.q != nil {
-		s.q8.quantize(g.wt.aq, x, 1, k)
-		g.q = &s.q8
-	} else {
-		g.wt.roundAct(x)
-	}
+	g.bindRun(e, g.input(e))
+	n := int(g.p.N)
 	if g.x16 != nil {
-		g.x16.pack(s.x16, &s.q8, 0, 1, k)
 		gb := x16Rows * g.rb
 		e.b.pool.run(g, n/x16Rows, e.b.pool.split(n/x16Rows, max(1, 16<<10/gb)), gb)
 		return
@@ -278,6 +251,52 @@ func (g *gemv) do(wk, i0, i1 int) {
 			v = g.wt.f(row, g.x)
 		}
 		g.set(r, v)
+	}
+}
+
+// input prepares x in the shared scratch as the dot products read it:
+// loaded (for _silu, silu(gate)·up), then quantized to the weights'
+// activation blocks (and packed for an x16 layout) or rounded for float
+// weights.
+func (g *gemv) input(e *Exec) []float32 {
+	k := int(g.p.K)
+	s := &e.b.scratch
+	x := s.f[:k]
+	g.act.load(x, e.buf(1), 0, k)
+	if g.silu {
+		up := s.f[k : 2*k]
+		g.act.load(up, e.buf(2), 0, k)
+		siluMul(x, up)
+	}
+	if g.wt.q != nil {
+		s.q8.quantize(g.wt.aq, x, 1, k)
+		if g.x16 != nil {
+			g.x16.pack(s.x16, &s.q8, 0, 1, k)
+		}
+	} else {
+		g.wt.roundAct(x)
+	}
+	return x
+}
+
+// bindRun points the run's fields (what do reads) at e's buffers and the
+// prepared x, and computes the _norm form's scale.
+func (g *gemv) bindRun(e *Exec, x []float32) {
+	k := int(g.p.K)
+	if g.norm { // the norm's scale, from the _res GEMV's partial sums
+		var ss float64
+		for _, v := range f32s(e.buf(g.pslot))[:g.p.Parts] {
+			ss += float64(v)
+		}
+		g.sc = rmsScale(ss, k, g.p.Eps)
+	}
+	g.e, g.x, g.w, g.yb, g.rb = e, x, e.buf(0), e.buf(g.y), g.wt.rowBytes(k)
+	if g.bias {
+		g.bb = f32s(e.buf(g.bslot))
+	}
+	g.q = nil
+	if g.wt.q != nil {
+		g.q = &e.b.scratch.q8
 	}
 }
 
