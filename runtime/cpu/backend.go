@@ -240,6 +240,7 @@ func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
 		execs[i] = e
 	}
 	linkGEMMs(execs)
+	groupGEMVs(execs)
 	if n := len(b.freeProgs); n > 0 {
 		i := b.freeProgs[n-1]
 		b.freeProgs = b.freeProgs[:n-1]
@@ -281,7 +282,12 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 	for _, s := range steps {
 		for _, e := range execs {
 			e.Patch(s)
-			e.Run()
+			switch {
+			case e.group != nil:
+				e.group.run()
+			case !e.grouped:
+				e.Run()
+			}
 		}
 	}
 }
@@ -356,6 +362,10 @@ type Exec struct {
 	params  unsafe.Pointer // the kernel's parameter struct, inside impl
 	psize   int
 	patches []device.Patch
+	// group is the GEMV group this command leads (gemvgroup.go); grouped
+	// marks every member, which Encode runs through its group's leader.
+	group   *gemvGroup
+	grouped bool
 }
 
 // impl is a kernel's prepared state for one command. run executes it with
