@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ func runBench(ctx *cli.Context, args []string) error {
 	embedTokens := fs.Int("embed-tokens", 64, "tokens of each input of --embed")
 	stream := fs.Bool("stream", false, "also stream a generation and report time to first token and the gaps between tokens")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of everything after the load (warm-ups and timed runs) to this file, for go tool pprof")
 	lf := addLoadFlags(fs)
 	bs := addBenchSpecFlags(fs)
 	cf := addConstrainFlags(fs)
@@ -113,6 +115,13 @@ func runBench(ctx *cli.Context, args []string) error {
 		return err
 	}
 	defer closeModel(m)
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if embeds != nil {
 		if err := benchEmbed(ctx, m, embeds, *embedTokens, *reps, *asJSON); err != nil || encoder {
 			return err
@@ -391,4 +400,22 @@ func benchEmbed(ctx *cli.Context, m *runtime.Model, bs []int, n, reps int, asJSO
 		fmt.Fprintf(w, "%d\t%d\t%.1f [%.1f–%.1f]\t%.0f\t\n", r.B, r.Tokens, r.InS, r.InSMin, r.InSMax, r.TokS)
 	}
 	return w.Flush()
+}
+
+// startCPUProfile starts Go's CPU profiler writing to path; stop ends it
+// and closes the file. The file is created before the profile starts, so
+// a bad path is an error before any run.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -96,5 +98,25 @@ func TestBenchDecodeContext(t *testing.T) {
 		if code := runIO(args, strings.NewReader(""), &out, &errOut); code != 0 || !strings.Contains(out.String(), c.rowName) {
 			t.Errorf("%v: exit %d, no row %q in\n%s", c.args, code, c.rowName, out.String())
 		}
+	}
+}
+
+// --cpuprofile writes a profile in the form go tool pprof reads (a gzip
+// stream); a path that cannot be created is an error naming the flag.
+func TestBenchWritesACPUProfile(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf")
+	prof := filepath.Join(t.TempDir(), "bench.prof")
+	var out, errOut bytes.Buffer
+	if code := runIO([]string{"bench", plan, "--backend", "cpu", "-r", "2", "-p", "64", "-n", "64", "--cpuprofile", prof}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("the profile is not a gzip stream: %d bytes, %v", len(b), err)
+	}
+	errOut.Reset()
+	bad := filepath.Join(t.TempDir(), "no", "such", "dir", "p.prof")
+	if code := runIO([]string{"bench", plan, "--backend", "cpu", "-r", "1", "--cpuprofile", bad}, strings.NewReader(""), &out, &errOut); code == 0 || !strings.Contains(errOut.String(), "--cpuprofile") {
+		t.Fatalf("a bad path: exit %d, %q", code, errOut.String())
 	}
 }
