@@ -43,7 +43,9 @@ type Backend interface {
 	// command cmd of program p: the sampling knobs a generation rewrites.
 	SetParam(p device.Program, cmd, at, width int, v uint64)
 	// Encode records program p once per step, in order, each step's
-	// patches written before its commands. It must not allocate.
+	// patches written before its commands. A command whose writes only
+	// the host reads (device.HostOnly) may be left out of every step but
+	// the last. It must not allocate.
 	Encode(p device.Program, steps []plans.Step)
 	// Copy records a device-side copy of n bytes from src at srcOff to dst
 	// at dstOff, ordered after what was encoded before it and before what

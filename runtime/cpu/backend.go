@@ -239,6 +239,9 @@ func (b *Backend) Bind(cmds []device.Command) (device.Program, error) {
 		}
 		execs[i] = e
 	}
+	for i, only := range device.HostOnly(cmds) {
+		execs[i].hostOnly = only
+	}
 	linkGEMMs(execs)
 	groupGEMVs(execs)
 	if n := len(b.freeProgs); n > 0 {
@@ -269,7 +272,8 @@ func (b *Backend) SetParam(p device.Program, cmd, at, width int, v uint64) {
 }
 
 // Encode runs program p once per step, in order, each step's patches
-// written before its commands. It does not allocate.
+// written before its commands; a command whose writes only the host reads
+// runs in the last step only. It does not allocate.
 func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 	// A fault on a mapped weight is recorded, not fatal; Wait reports it
 	// (fault.go). A backend that faulted runs nothing until then.
@@ -279,13 +283,15 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 		return
 	}
 	execs := b.progs[p.ID()-1]
-	for _, s := range steps {
+	for i, s := range steps {
+		last := i == len(steps)-1
 		for _, e := range execs {
 			e.Patch(s)
 			switch {
 			case e.group != nil:
 				e.group.run()
-			case !e.grouped:
+			case e.grouped, e.hostOnly && !last:
+			default:
 				e.Run()
 			}
 		}
@@ -366,6 +372,9 @@ type Exec struct {
 	// marks every member, which Encode runs through its group's leader.
 	group   *gemvGroup
 	grouped bool
+	// hostOnly: what the command writes only the host reads
+	// (device.HostOnly); of several steps, Encode runs it in the last.
+	hostOnly bool
 }
 
 // impl is a kernel's prepared state for one command. run executes it with

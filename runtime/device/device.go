@@ -61,11 +61,12 @@ type Command struct {
 	Patches []Patch
 }
 
-// Slot is one bound buffer of a command: the buffer and the byte offset
-// its binding starts at.
+// Slot is one bound buffer of a command: the buffer, the byte offset its
+// binding starts at, and the plan buffer's kind.
 type Slot struct {
 	Buf    Buffer
 	Offset uint64
+	Kind   plans.BufferKind
 }
 
 // Patch is a plans.Patch resolved for a backend: it writes Base + Stride·x

@@ -94,7 +94,7 @@ func Resolve(p *plans.Plan, pr *plans.Program, ci int, bufs []Buffer, b plans.St
 		if bd.Offset >= uint64(buf.Size()) || carry != 0 || end > uint64(buf.Size()) {
 			return fail("slot %d (%s): offset %d + %d bytes exceeds buffer %q (%d bytes)", bd.Slot, kb.Name, bd.Offset, bd.Length, pb.Name, buf.Size())
 		}
-		r.Slots[bd.Slot] = Slot{Buf: buf, Offset: bd.Offset}
+		r.Slots[bd.Slot] = Slot{Buf: buf, Offset: bd.Offset, Kind: pb.Kind}
 	}
 	for _, kb := range k.Bindings {
 		if kb.Role == kernels.RoleParam || r.Slots[kb.Slot].Buf.Valid() {
