@@ -224,6 +224,18 @@ func TestCUDASamplingMatchesTheCPU(t *testing.T) {
 	}
 }
 
+// On CUDA, whose chains are a captured graph a step and which converts the
+// logits for the host in a chain's last step only, the host reads the
+// last step's logits after a chain, bit for bit a host loop's.
+func TestCUDAChainEndsWithItsLastStepsLogits(t *testing.T) {
+	be := cudaBackend(t)
+	model := stories(t)
+	m := loadOnCUDA(t, be, compile(t, model, "h100-sxm"), model)
+	for range 2 { // the first captures the graphs, the second replays them
+		chainEndsWithItsLastLogits(t, m)
+	}
+}
+
 // The per-token path on CUDA allocates nothing either: a chain's patches,
 // parameter upload, launches and hand-off.
 func TestCUDADecodeStepDoesNotAllocate(t *testing.T) {
