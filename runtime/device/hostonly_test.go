@@ -19,25 +19,9 @@ import (
 func TestHostOnlyIsTheLogitsForTheHost(t *testing.T) {
 	model := stories(t)
 	for _, chip := range []string{"cpu-avx2:2", "m1", "h100-sxm"} {
-		prof, err := chips.Resolve(chip, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := compiler.Compile(model, compiler.Options{Chip: prof})
-		if err != nil {
-			t.Fatal(err)
-		}
-		bufs := make([]device.Buffer, len(p.Buffers))
-		for i, b := range p.Buffers {
-			bufs[i] = device.NewBuffer(i+1, int(b.Size))
-		}
+		p, bufs := compileStories(t, model, chip)
 		for _, pr := range p.Programs {
-			cmds := make([]device.Command, len(pr.Commands))
-			for i := range pr.Commands {
-				if cmds[i], err = device.Resolve(p, &pr, i, bufs, p.Bounds(&pr, 1)); err != nil {
-					t.Fatalf("%s %s [%d]: %v", chip, pr.Name, i, err)
-				}
-			}
+			cmds := resolveAll(t, p, &pr, bufs)
 			only := device.HostOnly(cmds)
 			n := 0
 			for i, c := range cmds {
@@ -59,23 +43,10 @@ func TestHostOnlyIsTheLogitsForTheHost(t *testing.T) {
 // A command that reads its output, or a second writer of it, makes it not
 // host-only.
 func TestHostOnlyRefusesASharedOutput(t *testing.T) {
-	model := stories(t)
-	prof, _ := chips.Resolve("cpu-avx2:2", 0)
-	p, err := compiler.Compile(model, compiler.Options{Chip: prof})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bufs := make([]device.Buffer, len(p.Buffers))
-	for i, b := range p.Buffers {
-		bufs[i] = device.NewBuffer(i+1, int(b.Size))
-	}
-	pr := p.Program(plans.ProgDecode)
-	cmds := make([]device.Command, len(pr.Commands))
+	p, bufs := compileStories(t, stories(t), "cpu-avx2:2")
+	cmds := resolveAll(t, p, p.Program(plans.ProgDecode), bufs)
 	host := -1
-	for i := range pr.Commands {
-		if cmds[i], err = device.Resolve(p, pr, i, bufs, p.Bounds(pr, 1)); err != nil {
-			t.Fatal(err)
-		}
+	for i := range cmds {
 		if cmds[i].Label == "logits.host" {
 			host = i
 		}
@@ -111,4 +82,36 @@ func stories(t *testing.T) string {
 		proof.Missing(t, "stories260K (../shared/models)", err.Error())
 	}
 	return p
+}
+
+// compileStories compiles model for chip, with a buffer handle for each
+// of the plan's buffers (Resolve needs their sizes only).
+func compileStories(t *testing.T, model, chip string) (*plans.Plan, []device.Buffer) {
+	t.Helper()
+	prof, err := chips.Resolve(chip, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compiler.Compile(model, compiler.Options{Chip: prof})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]device.Buffer, len(p.Buffers))
+	for i, b := range p.Buffers {
+		bufs[i] = device.NewBuffer(i+1, int(b.Size))
+	}
+	return p, bufs
+}
+
+// resolveAll resolves every command of pr, as the runtime does at load.
+func resolveAll(t *testing.T, p *plans.Plan, pr *plans.Program, bufs []device.Buffer) []device.Command {
+	t.Helper()
+	cmds := make([]device.Command, len(pr.Commands))
+	for i := range pr.Commands {
+		var err error
+		if cmds[i], err = device.Resolve(p, pr, i, bufs, p.Bounds(pr, 1)); err != nil {
+			t.Fatalf("%s [%d]: %v", pr.Name, i, err)
+		}
+	}
+	return cmds
 }
