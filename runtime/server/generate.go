@@ -61,7 +61,7 @@ func (s *Server) run(r *http.Request, info *reqInfo, g *generation) (*outcome, *
 	j.onDone = func(ev event) {
 		if ev.Result != nil {
 			res := ev.Result
-			s.met.generation(id, len(g.ids), j.cached, len(res.Tokens), res.PromptTime, res.DecodeTime, res.Stop == runtime.StopCancelled)
+			s.met.generation(id, len(g.ids), j.cached, len(res.Tokens), res.PromptTime, res.DecodeTime, res.Stop == runtime.StopCancelled, res.Spec)
 		}
 	}
 	eng, aerr := s.submit(ctx, g.e, g.eng, j)

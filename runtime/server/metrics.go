@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/akunu-dev/akunu/runtime"
 )
 
 // histogram counts observations (seconds) into cumulative buckets, as
@@ -69,6 +71,11 @@ type modelStats struct {
 	EmbeddingInputs   uint64  `json:"embedding_inputs"`
 	EmbeddingTokens   uint64  `json:"embedding_tokens"`
 	EmbeddingSeconds  float64 `json:"embedding_seconds"`
+	// Speculative decoding (a model served with a Spec): verify passes,
+	// drafts verified and drafts accepted.
+	SpecPasses   uint64 `json:"spec_passes"`
+	SpecDrafted  uint64 `json:"spec_drafted"`
+	SpecAccepted uint64 `json:"spec_accepted"`
 
 	ttft, gap *histogram
 }
@@ -115,8 +122,9 @@ func (m *metrics) tokenGap(id string, d time.Duration) {
 	m.mu.Unlock()
 }
 
-// generation records a finished generation of model id.
-func (m *metrics) generation(id string, prompt, cached, completion int, promptTime, decodeTime time.Duration, cancelled bool) {
+// generation records a finished generation of model id, with its
+// speculation's passes and drafts.
+func (m *metrics) generation(id string, prompt, cached, completion int, promptTime, decodeTime time.Duration, cancelled bool, sp runtime.SpecStats) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.model(id)
@@ -129,6 +137,9 @@ func (m *metrics) generation(id string, prompt, cached, completion int, promptTi
 	if cancelled {
 		s.Cancelled++
 	}
+	s.SpecPasses += uint64(sp.Passes)
+	s.SpecDrafted += uint64(sp.Drafted)
+	s.SpecAccepted += uint64(sp.Accepted)
 }
 
 // embedding records an answered embedding request of model id.
@@ -211,6 +222,9 @@ func (m *metrics) snapshot(gauges map[string]gauge) any {
 		t.EmbeddingInputs += s.EmbeddingInputs
 		t.EmbeddingTokens += s.EmbeddingTokens
 		t.EmbeddingSeconds += s.EmbeddingSeconds
+		t.SpecPasses += s.SpecPasses
+		t.SpecDrafted += s.SpecDrafted
+		t.SpecAccepted += s.SpecAccepted
 		t.SlotsBusy += g.SlotsBusy
 		t.Queued += g.Queued
 	}
@@ -267,6 +281,9 @@ func (m *metrics) prometheus(w io.Writer, gauges map[string]gauge) {
 	counter("akunu_embedding_inputs_total", "Inputs embedded.", func(s *modelStats) float64 { return float64(s.EmbeddingInputs) })
 	counter("akunu_embedding_tokens_total", "Tokens of the inputs embedded.", func(s *modelStats) float64 { return float64(s.EmbeddingTokens) })
 	counter("akunu_embedding_seconds_total", "Time the model spent embedding.", func(s *modelStats) float64 { return s.EmbeddingSeconds })
+	counter("akunu_spec_passes_total", "Speculative verify passes.", func(s *modelStats) float64 { return float64(s.SpecPasses) })
+	counter("akunu_spec_drafted_total", "Drafted tokens verified.", func(s *modelStats) float64 { return float64(s.SpecDrafted) })
+	counter("akunu_spec_accepted_total", "Drafted tokens accepted.", func(s *modelStats) float64 { return float64(s.SpecAccepted) })
 	gaugeOf := func(name, help string, f func(gauge) float64) {
 		head(name, "gauge", help)
 		for _, id := range ids {

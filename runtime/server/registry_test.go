@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime"
 )
 
 // threeModels is a config of three copies of stories260K: alpha, Beta and
@@ -502,8 +503,8 @@ func TestPrometheusText(t *testing.T) {
 			m.firstToken("a", d)
 			m.tokenGap("a", d/10)
 		}
-		m.generation("a", 100, 40, 20, time.Second, 2*time.Second, false)
-		m.generation("a", 10, 0, 3, time.Millisecond, time.Millisecond, true)
+		m.generation("a", 100, 40, 20, time.Second, 2*time.Second, false, runtime.SpecStats{Passes: 4, Drafted: 12, Accepted: 9, Plain: 3})
+		m.generation("a", 10, 0, 3, time.Millisecond, time.Millisecond, true, runtime.SpecStats{})
 		m.loaded("a", false)
 		m.embedding("a", 3, 30, time.Second)
 		m.embedding("a", 1, 5, time.Second)
@@ -522,6 +523,10 @@ func TestPrometheusText(t *testing.T) {
 			`akunu_embedding_inputs_total{model="a"}`:                         4,
 			`akunu_embedding_tokens_total{model="a"}`:                         35,
 			`akunu_embedding_seconds_total{model="a"}`:                        2,
+			`akunu_spec_passes_total{model="a"}`:                              4,
+			`akunu_spec_drafted_total{model="a"}`:                             12,
+			`akunu_spec_accepted_total{model="a"}`:                            9,
+			`akunu_spec_drafted_total{model="b"}`:                             0,
 			`akunu_embedding_requests_total{model="b"}`:                       0,
 			`akunu_model_loaded{model="a"}`:                                   1,
 			`akunu_model_loaded{model="b"}`:                                   0,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -51,4 +52,46 @@ func TestSpeculatingServerAnswersAsAPlainOne(t *testing.T) {
 			t.Fatalf("mode lookahead: %v", err)
 		}
 	})
+}
+
+// Speculation is a per-model setting: with two models of one server, the
+// one given a Spec drafts (its /v1/metrics count verify passes and
+// drafts) and the other does not, whether the other has no entry or
+// opts out of a default ("" key) with an empty mode.
+func TestSpeculationIsPerModel(t *testing.T) {
+	paths, models := planCopies(t, "a", "b")
+	prompt := "Lily and Tom went to the park. Lily and Tom went to the park. Lily and Tom went to the"
+	for name, spec := range map[string]map[string]Spec{
+		"only a":                  {paths[0]: {Mode: "ngram"}},
+		"a default, b opting out": {"": {Mode: "ngram"}, paths[1]: {}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := startServer(t, Config{Plans: paths, Models: models, Spec: spec})
+			for _, id := range []string{"a", "b"} {
+				var r completionResponse
+				ts.postOK(t, "/v1/completions", completionBody(prompt, map[string]any{"model": id, "max_tokens": 40, "temperature": 0, "ignore_eos": true}), &r)
+			}
+			_, b := ts.get(t, "/v1/metrics")
+			var out struct {
+				Models []struct {
+					ID      string `json:"id"`
+					Passes  uint64 `json:"spec_passes"`
+					Drafted uint64 `json:"spec_drafted"`
+				} `json:"models"`
+			}
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][2]uint64{}
+			for _, m := range out.Models {
+				got[m.ID] = [2]uint64{m.Passes, m.Drafted}
+			}
+			if a := got["a"]; a[0] == 0 || a[1] == 0 {
+				t.Errorf("model a: %d passes, %d drafts; want some", a[0], a[1])
+			}
+			if b := got["b"]; b != [2]uint64{} {
+				t.Errorf("model b: %d passes, %d drafts; want none", b[0], b[1])
+			}
+		})
+	}
 }
