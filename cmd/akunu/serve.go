@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ func init() {
 		Summary: "an OpenAI-compatible HTTP server: chat and text completions, streamed, many requests decoded together",
 		Usage: "PLAN [PLAN...] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key KEY | --api-key-file F]\n" +
 			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cuda|metal|cpu] [--threads N]\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]] [--spec-plan PLAN=ngram|draft:DRAFT|none ...]",
 		Run: runServe,
 	})
 }
@@ -53,6 +54,8 @@ func runServe(ctx *cli.Context, args []string) error {
 	busyPrefill := fs.Int("prefill-rows-busy", 64, "prompt rows a step feeds while other requests generate: a long prompt delays their next token by this chunk")
 	lf := addLoadFlags(fs)
 	spf := addSpecFlags(fs)
+	var specPlans stringsFlag
+	fs.Var(&specPlans, "spec-plan", "one served plan's speculation, over --spec's: PLAN=ngram, PLAN=draft:DRAFT.plan or PLAN=none; repeatable")
 	pos, err := cli.Parse(fs, args)
 	if err != nil {
 		return err
@@ -106,9 +109,9 @@ func runServe(ctx *cli.Context, args []string) error {
 			return err
 		}
 	}
-	var spec map[string]server.Spec
-	if *spf.mode != "" { // every plan served
-		spec = map[string]server.Spec{"": {Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}}
+	spec, err := serveSpecs(spf, specPlans, pos)
+	if err != nil {
+		return err
 	}
 	srv, err := server.New(server.Config{Spec: spec, Plans: pos, Models: models, VerifyWeights: *lf.verifyWeights, Parallel: *parallel, Ctx: *ctxLen, Template: *tmplName, TemplateSource: tmplSrc, ToolFormat: *toolFormat,
 		APIKeys: keys, RateLimit: *rate, MaxQueue: *maxQueue, IdleUnload: *idle, MemoryBudget: mem, PrefillRows: *prefill, BusyPrefillRows: *busyPrefill,
@@ -186,4 +189,43 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a byte count (like 8G or 512M)", s)
 	}
 	return int64(v * float64(mult)), nil
+}
+
+// serveSpecs is the server's speculation by plan: --spec's for every plan
+// (the key ""), then each --spec-plan PLAN=MODE[:DRAFT] for its plan
+// (none: no speculation), the draft lengths --draft-max and --draft-min's.
+func serveSpecs(spf specFlags, perPlan []string, plans []string) (map[string]server.Spec, error) {
+	spec := map[string]server.Spec{}
+	if *spf.mode != "" {
+		spec[""] = server.Spec{Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}
+	}
+	for _, v := range perPlan {
+		plan, mode, ok := strings.Cut(v, "=")
+		mode, draft, hasDraft := strings.Cut(mode, ":")
+		bad := func(msg string) error { return cli.FlagError{Flag: "spec-plan", Msg: fmt.Sprintf("%q: %s", v, msg)} }
+		switch {
+		case !ok || plan == "":
+			return nil, bad("want PLAN=ngram, PLAN=draft:DRAFT.plan or PLAN=none")
+		case !slices.Contains(plans, plan):
+			return nil, bad(fmt.Sprintf("%s is not a plan this server serves (%s)", plan, strings.Join(plans, ", ")))
+		case mode != "ngram" && mode != "draft" && mode != "none":
+			return nil, bad(fmt.Sprintf("mode %q: want ngram, draft or none", mode))
+		case mode == "draft" && draft == "":
+			return nil, bad("draft needs its plan: PLAN=draft:DRAFT.plan")
+		case mode != "draft" && hasDraft:
+			return nil, bad(fmt.Sprintf("a draft plan is for mode draft, not %s", mode))
+		}
+		if _, dup := spec[plan]; dup {
+			return nil, bad(fmt.Sprintf("%s has a --spec-plan already", plan))
+		}
+		s := server.Spec{Max: *spf.max, Min: *spf.min}
+		if mode != "none" {
+			s.Mode, s.DraftPlan = mode, draft
+		}
+		spec[plan] = s
+	}
+	if len(spec) == 0 {
+		return nil, nil
+	}
+	return spec, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler/synth"
 	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/server"
 	"github.com/akunu-dev/akunu/specs"
 	"github.com/akunu-dev/akunu/specs/chips"
 )
@@ -141,4 +143,36 @@ func synthCPUPlan(t *testing.T, o synth.Options, ctx int) string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// akunu serve --spec-plan sets one served plan's speculation over --spec's:
+// a mode, a draft model's plan, or none; what names no served plan or no
+// mode is one line naming the flag (exit 2).
+func TestServeSpecPlans(t *testing.T) {
+	mode, draft, draftModel, most, least := "ngram", "", "", 6, 2
+	spf := specFlags{mode: &mode, draft: &draft, draftModel: &draftModel, max: &most, min: &least}
+	got, err := serveSpecs(spf, []string{"b.plan=none", "c.plan=draft:d.plan"}, []string{"a.plan", "b.plan", "c.plan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]server.Spec{
+		"":       {Mode: "ngram", Max: 6, Min: 2},
+		"b.plan": {Max: 6, Min: 2},
+		"c.plan": {Mode: "draft", DraftPlan: "d.plan", Max: 6, Min: 2},
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	mode = ""
+	if got, err := serveSpecs(spf, nil, []string{"a.plan"}); err != nil || got != nil {
+		t.Fatalf("no speculation: %v, %v", got, err)
+	}
+	plan := compileShared(t, "models", "stories260K.gguf")
+	for _, v := range []string{"x.plan=ngram", plan + "=draft", plan + "=ngram:" + plan, plan, plan + "=fast"} {
+		var out, errOut bytes.Buffer
+		code := runIO([]string{"serve", plan, "--backend", "cpu", "--spec-plan", v}, strings.NewReader(""), &out, &errOut)
+		if code != 2 || !strings.HasPrefix(errOut.String(), "akunu serve: --spec-plan ") || strings.Count(errOut.String(), "\n") != 1 {
+			t.Errorf("--spec-plan %s: exit %d, stderr %q", v, code, errOut.String())
+		}
+	}
 }
