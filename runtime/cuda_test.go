@@ -12,6 +12,7 @@ import (
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/runtime/cuda"
+	"github.com/akunu-dev/akunu/runtime/sampling"
 )
 
 // These tests run where an NVIDIA driver loads (the device machine) and
@@ -140,16 +141,12 @@ func TestNVIDIAPlansRunOnTheCPU(t *testing.T) {
 				t.Fatalf("%d steps, want 8", len(steps))
 			}
 			for i, st := range steps { // the plan's argmax is the largest of the logits it hands the host
-				best := 0
 				for j, v := range st.logits {
 					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 						t.Fatalf("step %d: logit %d is %v", i, j, v)
 					}
-					if v > st.logits[best] {
-						best = j
-					}
 				}
-				if int(st.tok) != best {
+				if best := sampling.Argmax(st.logits); st.tok != best {
 					t.Errorf("step %d: token %d, the largest logit is %d's", i, st.tok, best)
 				}
 			}
@@ -224,9 +221,10 @@ func TestCUDASamplingMatchesTheCPU(t *testing.T) {
 	}
 }
 
-// On CUDA, whose chains are a captured graph a step and which converts the
-// logits for the host in a chain's last step only, the host reads the
-// last step's logits after a chain, bit for bit a host loop's.
+// On CUDA, whose chains are a captured graph a step, the host reads the
+// last step's logits after a chain, bit for bit a host loop's (the hold
+// for a backend that copies them for the host in a chain's last step
+// only, as branch hostonly-cuda's does; main's copies them every step).
 func TestCUDAChainEndsWithItsLastStepsLogits(t *testing.T) {
 	be := cudaBackend(t)
 	model := stories(t)
