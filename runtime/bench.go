@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/akunu-dev/akunu/runtime/membw"
 )
 
 // BenchResult is one measurement of prompt processing (pp) and token
@@ -203,9 +205,10 @@ const readBandwidthBytes = 512 << 20
 
 // ReadBandwidth measures the host's memory read bandwidth in bytes/s the
 // way a CPU decode reads its weights: threads goroutines (GOMAXPROCS for
-// 0) each summing its share of a buffer larger than the last-level cache,
-// the best of three passes after one that faults the pages in. A decode
-// whose working set fits in the caches can read faster than this.
+// 0) each summing its share of a buffer larger than the last-level cache
+// with vector loads (membw.Sum), the best of four passes over pages already
+// faulted in. A decode whose working set fits in the caches can read faster
+// than this.
 func ReadBandwidth(threads int) float64 {
 	if threads <= 0 {
 		threads = goruntime.GOMAXPROCS(0)
@@ -222,7 +225,7 @@ func ReadBandwidth(threads int) float64 {
 		t := time.Now()
 		for g := range threads {
 			part := buf[min(g*chunk, len(buf)):min((g+1)*chunk, len(buf))]
-			wg.Go(func() { sums[g*8] = sumWords(part) })
+			wg.Go(func() { sums[g*8] = membw.Sum(part) })
 		}
 		wg.Wait()
 		best = max(best, readBandwidthBytes/time.Since(t).Seconds())
@@ -233,23 +236,6 @@ func ReadBandwidth(threads int) float64 {
 
 // readSink keeps a sum alive, so that the reads are not optimized away.
 var readSink uint64
-
-// sumWords adds the words of p in four independent chains, so that the
-// loads, not the adds, bound the loop.
-func sumWords(p []uint64) uint64 {
-	var a, b, c, d uint64
-	for len(p) >= 4 {
-		a += p[0]
-		b += p[1]
-		c += p[2]
-		d += p[3]
-		p = p[4:]
-	}
-	for _, v := range p {
-		a += v
-	}
-	return a + b + c + d
-}
 
 // BenchEmbed embeds b inputs of n tokens each (distinct, so nothing is
 // shared between them) reps times after a warm-up, and reports inputs per

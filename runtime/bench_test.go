@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"fmt"
+	goruntime "runtime"
+	"slices"
 	"testing"
 
 	"github.com/akunu-dev/akunu/kernels"
@@ -53,5 +56,24 @@ func TestDecodeBytesCountTheCachedPositionsRead(t *testing.T) {
 	}
 	if got := m.DecodeBytesAt(10 * ctx); got != whole {
 		t.Errorf("past the context: %d bytes, want the whole cache's %d", got, whole)
+	}
+}
+
+// BenchmarkReadBandwidth is the read probe akunu bench divides a CPU
+// decode's bytes by, at 1 and 2 threads and at half and all of the cores:
+// a decode at one or two threads is held to one or two cores' rate, which
+// is not the machine's.
+func BenchmarkReadBandwidth(b *testing.B) {
+	n := goruntime.NumCPU()
+	ts := []int{1, min(2, n), max(n/2, 1), n}
+	slices.Sort(ts)
+	for _, t := range slices.Compact(ts) {
+		b.Run(fmt.Sprintf("t%d", t), func(b *testing.B) {
+			var best float64
+			for b.Loop() {
+				best = max(best, ReadBandwidth(t))
+			}
+			b.ReportMetric(best/1e9, "GB/s")
+		})
 	}
 }

@@ -246,8 +246,8 @@ func TestPoolRescuesAWorkerThatMissedItsWakeUp(t *testing.T) {
 // BenchmarkGEMVX16Cold times the x16 kernels for one activation row (a
 // decode step's GEMV) on weights that are not in any cache: 48 copies of a
 // 1024×3072 matrix (a small model's FFN down projection), 84–125 MB, run in
-// turn on two threads, so that each call streams its weights from memory as
-// decode does. BenchmarkGEMMX16's m1 case reads one matrix again and again
+// turn on two threads and on every core (where there are more than two), so
+// that each call streams its weights from memory as decode does. BenchmarkGEMMX16's m1 case reads one matrix again and again
 // from the caches and hid what this shows: the Q6_K one-row kernel read
 // cold weights at 20 GB/s against the Q4_K kernel's 36 on the Zen 4 dev box
 // until its prefetches went to L2 (x16kgen_test.go). GB/s counts the
@@ -267,19 +267,29 @@ func BenchmarkGEMVX16Cold(b *testing.B) {
 			}
 		}
 		for _, m := range []int{1, 8} { // a decode step's rows, and a verify pass's of 7 drafts
-			b.Run(fmt.Sprintf("%s/m%d/t2", dt, m), func(b *testing.B) {
-				h := newHarness(b, 2)
-				x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
-				es := make([]*Exec, copies)
-				for i, w := range ws {
-					es[i] = h.bind("simd_gemm_"+dt+"_x16_f32", kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
-				}
-				b.ResetTimer()
-				for i := range b.N {
-					es[i%copies].Run()
-				}
-				b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
-			})
+			for _, threads := range benchThreads() {
+				b.Run(fmt.Sprintf("%s/m%d/t%d", dt, m, threads), func(b *testing.B) {
+					h := newHarness(b, threads)
+					x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+					es := make([]*Exec, copies)
+					for i, w := range ws {
+						es[i] = h.bind("simd_gemm_"+dt+"_x16_f32", kernels.GEMMParams{M: uint32(m), N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
+					}
+					b.ResetTimer()
+					for i := range b.N {
+						es[i%copies].Run()
+					}
+					b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+				})
+			}
 		}
 	}
+}
+
+// benchThreads is 2 and, on a machine with more cores, all of them.
+func benchThreads() []int {
+	if n := runtime.NumCPU(); n > 2 {
+		return []int{2, n}
+	}
+	return []int{2}
 }
