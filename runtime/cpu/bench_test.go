@@ -247,8 +247,9 @@ func TestPoolRescuesAWorkerThatMissedItsWakeUp(t *testing.T) {
 // decode step's GEMV) on weights that are not in any cache: 48 copies of a
 // 1024×3072 matrix (a small model's FFN down projection), 84–125 MB, run in
 // turn on two threads and on every core (where there are more than two), so
-// that each call streams its weights from memory as decode does. BenchmarkGEMMX16's m1 case reads one matrix again and again
-// from the caches and hid what this shows: the Q6_K one-row kernel read
+// that each call streams its weights from memory as decode does.
+// BenchmarkGEMMX16's m1 case reads one matrix again and again from the
+// caches and hid what this shows: the Q6_K one-row kernel read
 // cold weights at 20 GB/s against the Q4_K kernel's 36 on the Zen 4 dev box
 // until its prefetches went to L2 (x16kgen_test.go). GB/s counts the
 // weights' bytes. m8 is a speculative verify pass of seven drafts: at the
