@@ -9,7 +9,6 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs"
@@ -18,14 +17,7 @@ import (
 
 func stories(t testing.TB) string {
 	t.Helper()
-	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	if _, err := os.Stat(p); err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	return p
+	return proof.Shared(t, "models", "stories260K.gguf")
 }
 
 // compile compiles model for chip and writes the plan next to it.

@@ -11,7 +11,6 @@ import (
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/compiler/synth"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
 	"github.com/akunu-dev/akunu/plans"
@@ -22,13 +21,7 @@ import (
 
 func storiesPlan(t *testing.T, chip string) (plan, model string) {
 	t.Helper()
-	model, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err == nil {
-		_, err = os.Stat(model)
-	}
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
+	model = proof.Shared(t, "models", "stories260K.gguf")
 	prof, err := chips.Resolve(chip, 0)
 	if err != nil {
 		t.Fatal(err)

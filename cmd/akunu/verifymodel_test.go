@@ -9,7 +9,6 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler"
 	"github.com/akunu-dev/akunu/compiler/gguf"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/specs/chips"
@@ -20,13 +19,7 @@ import (
 // a flipped tensor in one line naming it (exit 1, no output), a byte the
 // sampled check misses is refused by --verify-weights and verify-model.
 func TestDamagedWeightsEndTheCommand(t *testing.T) {
-	src, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err == nil {
-		_, err = os.Stat(src)
-	}
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
+	src := proof.Shared(t, "models", "stories260K.gguf")
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

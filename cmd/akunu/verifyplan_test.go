@@ -4,13 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime"
@@ -21,13 +19,8 @@ import (
 // chip) into a plan in a temporary folder; it skips without the model.
 func verifyPlanStories(t *testing.T, chip string, o compiler.Options) (plan, model string, p *plans.Plan) {
 	t.Helper()
-	model, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err == nil {
-		_, err = os.Stat(model)
-	}
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
+	model = proof.Shared(t, "models", "stories260K.gguf")
+	var err error
 	if o.Chip, err = chips.Resolve(chip, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,11 @@ package proof
 import (
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"testing"
+
+	"github.com/akunu-dev/akunu/internal/llamacpp"
 )
 
 // Env names the file make test collects skipped proofs in.
@@ -26,6 +29,21 @@ func Missing(t testing.TB, what, why string) {
 		}
 	}
 	t.Skip(msg)
+}
+
+// Shared is the path of a file the tests read from ../shared (the models,
+// vocabularies and templates beside the checkout: llamacpp.SharedPath);
+// where it is not there, t ends as Missing naming it.
+func Shared(t testing.TB, elem ...string) string {
+	t.Helper()
+	p, err := llamacpp.SharedPath(elem...)
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		Missing(t, "../shared/"+path.Join(elem...), err.Error())
+	}
+	return p
 }
 
 // Elsewhere ends the test t, whose proof needs hardware that CI machines

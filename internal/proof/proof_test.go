@@ -67,3 +67,23 @@ func TestAbsentHardwareIsRecordedEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// A file of ../shared is its path where it is there; where it is not, the
+// test ends as Missing, naming the file.
+func TestSharedNamesTheFileItLacks(t *testing.T) {
+	t.Setenv(Env, "")
+	t.Setenv("CI", "")
+	ft := &fakeT{}
+	p := Shared(ft, "models", "stories260K.gguf")
+	if ft.skipped || ft.failed {
+		Missing(t, "Shared's path for a file that is there is not checked", ft.msg)
+	}
+	if _, err := os.Stat(p); err != nil || filepath.Base(p) != "stories260K.gguf" {
+		t.Errorf("path %q: %v", p, err)
+	}
+	ft = &fakeT{}
+	Shared(ft, "models", "no-such-model.gguf")
+	if !ft.skipped || !strings.Contains(ft.msg, "../shared/models/no-such-model.gguf") {
+		t.Errorf("a missing file: skipped %v, %q; want a skip naming it", ft.skipped, ft.msg)
+	}
+}

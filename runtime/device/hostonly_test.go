@@ -1,11 +1,9 @@
 package device_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
@@ -74,14 +72,7 @@ func TestHostOnlyRefusesASharedOutput(t *testing.T) {
 
 func stories(t *testing.T) string {
 	t.Helper()
-	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	return p
+	return proof.Shared(t, "models", "stories260K.gguf")
 }
 
 // compileStories compiles model for chip, with a buffer handle for each

@@ -140,14 +140,7 @@ func requireOpenAISDK(t *testing.T) (node, pkg string) {
 
 func conformanceModel(t *testing.T) string {
 	t.Helper()
-	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err == nil {
-		_, err = os.Stat(p)
-	}
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	return p
+	return proof.Shared(t, "models", "stories260K.gguf")
 }
 
 // conformanceTemplate is Qwen3's chat template: stories260K has none, and

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/akunu-dev/akunu/compiler"
-	"github.com/akunu-dev/akunu/internal/llamacpp"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/plans"
 	rt "github.com/akunu-dev/akunu/runtime"
@@ -47,14 +46,7 @@ var compiled struct {
 // the model is not there.
 func storiesGGUF(t testing.TB) string {
 	t.Helper()
-	p, err := llamacpp.SharedPath("models", "stories260K.gguf")
-	if err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	if _, err := os.Stat(p); err != nil {
-		proof.Missing(t, "stories260K (../shared/models)", err.Error())
-	}
-	return p
+	return proof.Shared(t, "models", "stories260K.gguf")
 }
 
 // storiesPlan is stories260K's plan (compiled at the first call) and its
