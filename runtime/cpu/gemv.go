@@ -163,13 +163,10 @@ func (g *gemv) run(e *Exec) {
 	n := int(g.p.N)
 	if g.x16 != nil {
 		gb := x16Rows * g.rb
-		e.b.pool.run(g, n/x16Rows, e.b.pool.split(n/x16Rows, max(1, 16<<10/gb)), gb)
+		e.b.pool.run(g, n/x16Rows, e.b.pool.gemvGrain(n/x16Rows, gb, 1), gb)
 		return
 	}
-	// Chunks of whole quads of rows, so that only the last has a
-	// one-row remainder.
-	grain := (e.b.pool.split(n, max(1, 16<<10/max(g.rb, 1))) + 3) &^ 3
-	e.b.pool.run(g, n, grain, g.rb)
+	e.b.pool.run(g, n, e.b.pool.gemvGrain(n, g.rb, 4), g.rb)
 	if g.glu { // silu_gate's arithmetic, on the whole row as it does
 		gate, up := g.gu[:n/2], g.gu[n/2:n]
 		siluMul(gate, up)

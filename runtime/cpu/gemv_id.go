@@ -152,7 +152,7 @@ func (g *gemvID) run(e *Exec) {
 	if na == 0 {
 		return
 	}
-	g.chunk = min((e.b.pool.split(na*n, max(1, 16<<10/max(g.rb, 1)))+3)&^3, (n+3)&^3)
+	g.chunk = min(e.b.pool.gemvGrain(na*n, g.rb, 4), (n+3)&^3)
 	g.nc = (n + g.chunk - 1) / g.chunk
 	pairs := max(1, int(g.start[ne])/na)
 	e.b.pool.run(g, na*g.nc, 1, g.chunk*g.rb*pairs)

@@ -117,14 +117,12 @@ func (gg *gemvGroup) run() {
 	for i, g := range gg.members {
 		g.bindRun(gg.execs[i], x)
 	}
-	items, rb := gg.ends[len(gg.ends)-1], gg.members[0].rb
-	p := e0.b.pool
+	items, ib, align := gg.ends[len(gg.ends)-1], gg.members[0].rb, 4
 	if gg.x16 {
-		gb := x16Rows * rb
-		p.run(gg, items, p.split(items, max(1, 16<<10/gb)), gb)
-	} else {
-		p.run(gg, items, (p.split(items, max(1, 16<<10/max(rb, 1)))+3)&^3, rb)
+		ib, align = x16Rows*ib, 1
 	}
+	p := e0.b.pool
+	p.run(gg, items, p.gemvGrain(items, ib, align), ib)
 	e0.b.last = gg.execs[len(gg.execs)-1]
 }
 

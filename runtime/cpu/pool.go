@@ -240,6 +240,19 @@ func (p *pool) split(n, minGrain int) int {
 	return max(g, minGrain, 1)
 }
 
+// gemvChunkBytes is the least weight bytes a GEMV chunk streams: below it
+// a chunk's claim and its cold start cost what its rows save.
+const gemvChunkBytes = 16 << 10
+
+// gemvGrain is the chunk of a GEMV's pool run over items of itemBytes of
+// weights each (a row, or an x16 group of sixteen): split's few chunks a
+// worker, each at least gemvChunkBytes, rounded up to a multiple of align
+// (4 for rows, so that only the last chunk has a remainder of a quad).
+func (p *pool) gemvGrain(items, itemBytes, align int) int {
+	g := p.split(items, max(1, gemvChunkBytes/max(itemBytes, 1)))
+	return (g + align - 1) / align * align
+}
+
 func (p *pool) close() {
 	if p.closed.Swap(true) {
 		return
