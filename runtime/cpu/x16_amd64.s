@@ -23,27 +23,17 @@
 // (40·mc), R9 the group's outputs, R11 the output row stride in bytes.
 
 // X16ROW adds the block's products with the activation record at R13
-// into acc (t, u temporaries), then steps R13 to the next record. The
-// eight products go into two chains of four (t the even dwords', u the
-// odd ones'), added before the conversion: the integer sum is the same,
-// and a row's chain of dependent VPDPBUSDs is half as long. On the 16-core
-// Sapphire Rapids host, in two calls, the cached 8-row GEMM at 2 threads
-// (BenchmarkGEMMX16, Q8_0, m8) went 157.8 / 174.3 → 237.7 / 231.3 GMAC/s;
-// end to end (pp512 at 1 and 2 threads, cold 8-row passes at 16, the
-// Q4_0-draft speculation) the two forms were within the host's spread,
-// and on the Zen 4 dev box too (docs/runtime.md, session 25).
+// into acc (t, u temporaries), then steps R13 to the next record.
 #define X16ROW(acc, t, u) \
 	VPBROADCASTD 36(R13), t; \
-	VPXORD u, u, u; \
 	VPDPBUSD.BCST 0(R13), Z0, t; \
-	VPDPBUSD.BCST 4(R13), Z1, u; \
+	VPDPBUSD.BCST 4(R13), Z1, t; \
 	VPDPBUSD.BCST 8(R13), Z2, t; \
-	VPDPBUSD.BCST 12(R13), Z3, u; \
+	VPDPBUSD.BCST 12(R13), Z3, t; \
 	VPDPBUSD.BCST 16(R13), Z4, t; \
-	VPDPBUSD.BCST 20(R13), Z5, u; \
+	VPDPBUSD.BCST 20(R13), Z5, t; \
 	VPDPBUSD.BCST 24(R13), Z6, t; \
-	VPDPBUSD.BCST 28(R13), Z7, u; \
-	VPADDD u, t, t; \
+	VPDPBUSD.BCST 28(R13), Z7, t; \
 	VCVTDQ2PS t, t; \
 	VMULPS.BCST 32(R13), Z14, u; \
 	VMULPS u, t, t; \
