@@ -5,11 +5,15 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/runtime/membw"
 )
 
 // BenchmarkGEMV_<dtype> times gemv_<dtype>_f32 (a CPU plan's decode GEMV,
@@ -284,6 +288,72 @@ func BenchmarkGEMVX16Cold(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// BenchmarkGEMVX16ColdPulled is BenchmarkGEMVX16Cold's 8-row Q8_0 case
+// (a verify pass of 7 drafts) with h of the cores reading the next copy's
+// weights while the pool's other cores run the GEMV on the current one,
+// each helper a slice small enough for its own L2, from where the pool's
+// cores take the lines. On the 16-core host the 8-row passes at 16 threads
+// stream at about half the one-row rate, a thread's memory wait and its
+// arithmetic adding rather than overlapping (docs/runtime.md, session 25);
+// this measures whether cores that only pull and cores that only compute
+// do better than all of them doing both. GB/s of weights.
+func BenchmarkGEMVX16ColdPulled(b *testing.B) {
+	const n, k, copies, m = 1024, 3072, 48, 8
+	l := x16Of(dtype.Q8_0)
+	r := rand.New(rand.NewPCG(1, 16))
+	plain, _ := weights(b, r, l.dt, n, k)
+	ws := make([][]byte, copies)
+	for i := range ws {
+		ws[i] = Alloc(len(plain))
+		if err := l.repack(ws[i], plain, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	all := runtime.NumCPU()
+	seen := map[int]bool{}
+	for _, h := range []int{0, all / 8, all / 4, all / 2} {
+		if seen[h] || all-h < 1 {
+			continue
+		}
+		seen[h] = true
+		b.Run(fmt.Sprintf("q8_0/m%d/t%d/h%d", m, all-h, h), func(b *testing.B) {
+			hs := newHarness(b, all-h)
+			x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
+			es := make([]*Exec, copies)
+			for i, w := range ws {
+				es[i] = hs.bind("simd_gemm_q8_0_x16_f32", kernels.GEMMParams{M: m, N: n, K: k, LDA: k, LDC: n}, nil, binds{"w": w, "x": x, "y": y})
+			}
+			jobs := make([]chan []byte, h)
+			var wg sync.WaitGroup
+			var sink atomic.Uint64
+			for j := range jobs {
+				jobs[j] = make(chan []byte, 1)
+				go func(ch chan []byte) {
+					for w := range ch {
+						sink.Add(membw.Sum(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(w))), len(w)/8)))
+						wg.Done()
+					}
+				}(jobs[j])
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				next := ws[(i+1)%copies]
+				wg.Add(h)
+				for j := range h {
+					jobs[j] <- next[j*len(next)/h : (j+1)*len(next)/h]
+				}
+				es[i%copies].Run()
+				wg.Wait()
+			}
+			b.StopTimer()
+			for _, ch := range jobs {
+				close(ch)
+			}
+			b.ReportMetric(float64(len(plain))*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		})
 	}
 }
 
