@@ -263,14 +263,7 @@ func BenchmarkGEMVX16Cold(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 16))
 	for _, l := range x16Layouts {
 		dt := strings.ToLower(l.dt.String())
-		plain, _ := weights(b, r, l.dt, n, k)
-		ws := make([][]byte, copies)
-		for i := range ws {
-			ws[i] = Alloc(len(plain))
-			if err := l.repack(ws[i], plain, k); err != nil {
-				b.Fatal(err)
-			}
-		}
+		plain, ws := coldCopies(b, r, l, n, k, copies)
 		for _, m := range []int{1, 8} { // a decode step's rows, and a verify pass's of 7 drafts
 			for _, threads := range benchThreads() {
 				b.Run(fmt.Sprintf("%s/m%d/t%d", dt, m, threads), func(b *testing.B) {
@@ -291,6 +284,21 @@ func BenchmarkGEMVX16Cold(b *testing.B) {
 	}
 }
 
+// coldCopies is a random n × k matrix of l's type (plain: the file's
+// layout) and copies of it in l's layout, read in turn so that each call
+// streams its weights from memory.
+func coldCopies(b *testing.B, r *rand.Rand, l *x16Layout, n, k, copies int) ([]byte, [][]byte) {
+	plain, _ := weights(b, r, l.dt, n, k)
+	ws := make([][]byte, copies)
+	for i := range ws {
+		ws[i] = Alloc(len(plain))
+		if err := l.repack(ws[i], plain, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return plain, ws
+}
+
 // BenchmarkGEMVX16ColdPulled is BenchmarkGEMVX16Cold's 8-row Q8_0 case
 // (a verify pass of 7 drafts) with h of the cores reading the next copy's
 // weights while the pool's other cores run the GEMV on the current one,
@@ -304,14 +312,7 @@ func BenchmarkGEMVX16ColdPulled(b *testing.B) {
 	const n, k, copies, m = 1024, 3072, 48, 8
 	l := x16Of(dtype.Q8_0)
 	r := rand.New(rand.NewPCG(1, 16))
-	plain, _ := weights(b, r, l.dt, n, k)
-	ws := make([][]byte, copies)
-	for i := range ws {
-		ws[i] = Alloc(len(plain))
-		if err := l.repack(ws[i], plain, k); err != nil {
-			b.Fatal(err)
-		}
-	}
+	plain, ws := coldCopies(b, r, l, n, k, copies)
 	all := runtime.NumCPU()
 	seen := map[int]bool{}
 	for _, h := range []int{0, all / 8, all / 4, all / 2} {
