@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,12 +315,7 @@ func BenchmarkGEMVX16ColdPulled(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 16))
 	plain, ws := coldCopies(b, r, l, n, k, copies)
 	all := runtime.NumCPU()
-	seen := map[int]bool{}
-	for _, h := range []int{0, all / 8, all / 4, all / 2} {
-		if seen[h] || all-h < 1 {
-			continue
-		}
-		seen[h] = true
+	for _, h := range slices.Compact([]int{0, all / 8, all / 4, all / 2}) {
 		b.Run(fmt.Sprintf("q8_0/m%d/t%d/h%d", m, all-h, h), func(b *testing.B) {
 			hs := newHarness(b, all-h)
 			x, y := f32bytes(randFloats(r, m*k, 1)), Alloc(4*m*n)
@@ -343,8 +339,8 @@ func BenchmarkGEMVX16ColdPulled(b *testing.B) {
 			for i := range b.N {
 				next := ws[(i+1)%copies]
 				wg.Add(h)
-				for j := range h {
-					jobs[j] <- next[j*len(next)/h : (j+1)*len(next)/h]
+				for j := range h { // whole cache lines, so that the words are aligned
+					jobs[j] <- next[j*len(next)/h&^63 : (j+1)*len(next)/h&^63]
 				}
 				es[i%copies].Run()
 				wg.Wait()
