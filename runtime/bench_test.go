@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"os"
 	goruntime "runtime"
 	"slices"
 	"testing"
@@ -74,6 +75,55 @@ func BenchmarkReadBandwidth(b *testing.B) {
 				best = max(best, ReadBandwidth(t))
 			}
 			b.ReportMetric(best/1e9, "GB/s")
+		})
+	}
+}
+
+// BenchmarkForwardRows times a speculative verify pass against a decode
+// step's forward: Forward over 1, 2, 4 and 8 rows of one sequence after a
+// one-token prompt, every row out (what a pass of k drafts asks), the
+// sequence rewound before each. ns/op over the 1-row case is the pass's
+// cost v in plain steps (docs/runtime.md, "Speculative decoding"). The
+// plan is $AKUNU_BENCH_PLAN (its model beside it; threads
+// $AKUNU_BENCH_THREADS, else 2), else stories260K compiled here.
+func BenchmarkForwardRows(b *testing.B) {
+	var m *Model
+	threads := 2
+	if v := os.Getenv("AKUNU_BENCH_THREADS"); v != "" {
+		if _, err := fmt.Sscan(v, &threads); err != nil {
+			b.Fatalf("AKUNU_BENCH_THREADS %q: %v", v, err)
+		}
+	}
+	if plan := os.Getenv("AKUNU_BENCH_PLAN"); plan != "" {
+		var err error
+		if m, err = Load(plan, Options{Threads: threads}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { m.Close() })
+	} else {
+		model := stories(b)
+		m = load(b, compile(b, model, "cpu-avx2:2"), model, threads)
+	}
+	var batch Batch
+	batch.Add(1, 0, 0, true)
+	if err := m.Forward(bg, &batch); err != nil {
+		b.Fatal(err)
+	}
+	for _, rows := range []int{1, 2, 4, 8} {
+		if rows > m.MaxOutputs() {
+			break
+		}
+		b.Run(fmt.Sprintf("rows%d", rows), func(b *testing.B) {
+			for b.Loop() {
+				m.Rewind(0, 1)
+				batch.Reset()
+				for r := range rows {
+					batch.Add(int32(100+r), int32(1+r), 0, true)
+				}
+				if err := m.Forward(bg, &batch); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
