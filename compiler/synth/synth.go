@@ -52,6 +52,10 @@ type Options struct {
 
 	Seed   uint64
 	Sparse bool // zero weights, written as holes: a shape-only model
+	// Copier builds an induction-head model whose greedy text copies its
+	// context (copier.go) instead of random weights: a llama-like
+	// architecture, untied, head_dim ≥ 64; rope_base is set to 1e12.
+	Copier bool
 
 	// Progress, when set, is called with bytes of tensor data written so
 	// far and the total.
@@ -69,6 +73,7 @@ type Plan struct {
 	Tensors  []Tensor
 	builder  *gguf.Builder
 	sparse   bool
+	copier   *Options // Options.Copier: the options, for the codes at Write
 	total    int64
 	progress func(done, total int64)
 }
@@ -80,6 +85,7 @@ type Tensor struct {
 	Bytes int64
 	std   float32 // standard deviation of the random values
 	mean  float32
+	cp    *copier // the copier's values instead (Options.Copier)
 }
 
 // Build resolves the options against the spec registry and lays out the
@@ -113,6 +119,14 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	}
 	if !o.EmbedSet {
 		o.EmbedDType = o.DType
+	}
+	if o.Copier {
+		if err := checkCopier(o); err != nil {
+			return nil, err
+		}
+		if o.Sparse {
+			return nil, fmt.Errorf("%w: a copier cannot be sparse", ErrOptions)
+		}
 	}
 	if o.Recipe != "" {
 		base, ok := recipeBase[o.Recipe]
@@ -155,6 +169,9 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 		values["token_types"] = specs.IntValue(2)
 		values["pooling"] = specs.IntValue(1)
 		values["causal"] = specs.BoolValue(false)
+	}
+	if o.Copier {
+		values["rope_base"] = specs.FloatValue(copierRopeBase)
 	}
 	for k, val := range o.Set {
 		values[k] = val
@@ -226,9 +243,17 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 	}
 
 	p := &Plan{Arch: arch, HParams: hp, builder: b, sparse: o.Sparse, progress: o.Progress}
+	if o.Copier {
+		oc := o
+		oc.Vocab = v
+		p.copier = &oc
+	}
 	for _, st := range all {
 		if !st.Present {
 			continue
+		}
+		if o.Copier && !copierTensors[st.Logical] {
+			return nil, fmt.Errorf("%w: a copier needs a llama-like architecture; %s has %s", ErrOptions, archName, st.Name)
 		}
 		t := Tensor{Tensor: st}
 		t.Type, t.std, t.mean = pick(st, o)
@@ -330,8 +355,13 @@ func findArch(reg *specs.Registry, name string) (*specs.Arch, string, error) {
 // holes in the file (zeros to a reader).
 func (p *Plan) Write(path string, seed uint64) error {
 	var done int64
+	var cp *copier
+	if p.copier != nil {
+		cp = newCopier(*p.copier, len(p.copier.Vocab.Tokens), seed)
+	}
 	for i := range p.Tensors {
 		t := &p.Tensors[i]
+		t.cp = cp
 		dims := make([]uint64, len(t.Shape))
 		for j, d := range t.Shape {
 			dims[j] = uint64(d)
@@ -377,8 +407,12 @@ func (t *Tensor) generate(w ioWriter, seed uint64) error {
 	for r := 0; r < rows; r += batch {
 		n := min(batch, rows-r)
 		vals := src[:n*row]
-		for i := range vals {
-			vals[i] = t.mean + a*(2*rng.Float32()-1)
+		if t.cp != nil {
+			t.cp.rows(t, r, n, row, vals)
+		} else {
+			for i := range vals {
+				vals[i] = t.mean + a*(2*rng.Float32()-1)
+			}
 		}
 		out := dst[:int64(n)*rowBytes]
 		if err := quantizeRows(t.Type, vals, out, n, row, rowBytes); err != nil {

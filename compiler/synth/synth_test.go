@@ -261,3 +261,29 @@ func TestQ3KMRecipe(t *testing.T) {
 		t.Error("q3_k_m over q4_k built")
 	}
 }
+
+// A copier is refused where its construction cannot hold: a tied output
+// (the logits would read the current token's code), heads too narrow for
+// its codes, a residual too narrow for its subspaces, an architecture
+// with tensors it does not set (qwen3's head norms), a sparse file.
+func TestCopierOptionsAreChecked(t *testing.T) {
+	ok := synth.Options{Arch: "llama", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, Copier: true, Seed: 1}
+	if _, err := synth.Build(registry(t), ok); err != nil {
+		t.Fatalf("a copier of a llama shape: %v", err)
+	}
+	for name, edit := range map[string]func(*synth.Options){
+		"tied":        func(o *synth.Options) { o.Tied = true },
+		"one layer":   func(o *synth.Options) { o.Layers = 1 },
+		"one head":    func(o *synth.Options) { o.Heads, o.KVHeads = 1, 1 },
+		"head_dim 32": func(o *synth.Options) { o.HeadDim = 32 },
+		"dim 128":     func(o *synth.Options) { o.Dim = 128 },
+		"qwen3":       func(o *synth.Options) { o.Arch = "qwen3" },
+		"sparse":      func(o *synth.Options) { o.Sparse = true },
+	} {
+		o := ok
+		edit(&o)
+		if _, err := synth.Build(registry(t), o); !errors.Is(err, synth.ErrOptions) {
+			t.Errorf("%s: %v, want ErrOptions", name, err)
+		}
+	}
+}
