@@ -86,12 +86,33 @@ func synthModel(t testing.TB, arch string, dt dtype.Type) string {
 // q3_k_m); "" for none.
 func synthMix(t testing.TB, arch string, dt dtype.Type, recipe string) string {
 	t.Helper()
-	synthMu.Lock()
-	defer synthMu.Unlock()
 	key := arch + "." + dt.String()
 	if recipe != "" {
 		key = arch + "." + recipe
 	}
+	return synthWith(t, key, synth.Options{Arch: arch, Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, CtxTrain: 256,
+		DType: dt, Recipe: recipe, Seed: 7})
+}
+
+// synthCopier writes (once per test binary) a small copier (synth's
+// induction-head model, whose greedy text copies its context) with the
+// llama-bpe tokenizer of ../shared, three layers: the third passes the
+// residual through.
+func synthCopier(t testing.TB, dt dtype.Type) string {
+	t.Helper()
+	v, err := synth.VocabFromGGUF(proof.Shared(t, "vocab", "ggml-vocab-llama-bpe.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return synthWith(t, "copier."+dt.String(), synth.Options{Arch: "llama", Dim: 256, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512,
+		CtxTrain: 1024, DType: dt, Vocab: v, Copier: true, Seed: 7})
+}
+
+// synthWith writes (once per test binary, by key) the model of o.
+func synthWith(t testing.TB, key string, o synth.Options) string {
+	t.Helper()
+	synthMu.Lock()
+	defer synthMu.Unlock()
 	if p, ok := synthCache[key]; ok {
 		return p
 	}
@@ -106,8 +127,6 @@ func synthMix(t testing.TB, arch string, dt dtype.Type, recipe string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := synth.Options{Arch: arch, Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, CtxTrain: 256,
-		DType: dt, Recipe: recipe, Seed: 7}
 	sp, err := synth.Build(reg, o)
 	if err != nil {
 		t.Fatalf("synth %s: %v", key, err)

@@ -393,3 +393,13 @@ func TestPlanarPlansParityWithLlamaCpp(t *testing.T) {
 		})
 	}
 }
+
+// The copier (synth.Options.Copier) is a llama of hand-set weights;
+// llama.cpp runs it to the same tokens and logits, so the copy is the
+// architecture's, not something of akunu's kernels.
+func TestCopierParityWithLlamaCpp(t *testing.T) {
+	model := synthCopier(t, dtype.Q8_0)
+	plan := compile(t, model, "cpu-avx2:2")
+	steps, d := parity(t, plan, model, passage, 32, parityTol[dtype.Q8_0])
+	t.Logf("copier q8_0: %d steps, max |Δ|/max|logit| = %.2g", steps, d)
+}

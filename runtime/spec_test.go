@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,58 @@ import (
 const (
 	copyPrompt   = "Lily and Tom went to the park. Lily and Tom went to the park. Lily and Tom went to the park. Lily and Tom went to the"
 	randomPrompt = "Zebra quietly seven umbrella"
+	// passage is a text and then its first sentences again: a copier
+	// (synth.Options.Copier) goes on retelling it.
+	passage = "The harbour master kept a ledger of every boat that came in after dark. On Tuesday a green trawler named " +
+		"Marigold arrived with a broken mast, and its captain asked for rope, two lanterns and a bag of oranges. The " +
+		"master wrote the order in blue ink, sent a boy to the chandler, and sat by the stove until the rain stopped.\n\n" +
+		"The harbour master kept a ledger of every boat that came in after dark. On Tuesday a green trawler"
 )
+
+// copierLoad loads a small copier compiled for the test CPU target.
+func copierLoad(t *testing.T, dt dtype.Type) *Model {
+	model := synthCopier(t, dt)
+	return load(t, compile(t, model, "cpu-avx2:2"), model, 2)
+}
+
+// A copier's greedy text goes on with the passage its prompt repeats:
+// each token is one that followed an earlier occurrence of the last two
+// (where those came more than once, any of their continuations), and
+// n-gram drafting, which predicts such text, has most of its drafts
+// accepted: a copy task, where random weights repeat one token.
+func TestACopierCopiesItsContext(t *testing.T) {
+	m := copierLoad(t, dtype.Q8_0)
+	p := m.Tokenizer.Tokenize(passage, true, false)
+	o := GenerateOptions{MaxTokens: 48, IgnoreEOS: true}
+	plain := genNew(t, m, p, o)
+	// Up to ", and", which the passage has twice, the copy is the passage.
+	if want := " named Marigold arrived with a broken mast, and"; !strings.HasPrefix(plain.Text, want) {
+		t.Fatalf("the copier wrote %q, want it to begin %q", plain.Text, want)
+	}
+	ctx := slices.Clone(p)
+	copied := 0
+	for _, tok := range plain.Tokens {
+		n := len(ctx)
+		for j := 0; j+2 < n; j++ {
+			if ctx[j] == ctx[n-2] && ctx[j+1] == ctx[n-1] && ctx[j+2] == tok {
+				copied++
+				break
+			}
+		}
+		ctx = append(ctx, tok)
+	}
+	if copied < len(plain.Tokens)*9/10 {
+		t.Fatalf("%d of %d tokens continue an earlier occurrence of the two before them: %q", copied, len(plain.Tokens), plain.Text)
+	}
+	got := genNew(t, m, p, specOpts(o, &NGram{}, false))
+	if !slices.Equal(got.Tokens, plain.Tokens) {
+		t.Fatalf("speculative %v\nplain %v", got.Tokens, plain.Tokens)
+	}
+	if got.Spec.AcceptRate() < 0.8 || got.Spec.TokensPerPass() < 3 {
+		t.Fatalf("n-gram drafts on a copy task: acceptance %.2f, %.2f tokens a pass (%+v)", got.Spec.AcceptRate(), got.Spec.TokensPerPass(), got.Spec)
+	}
+	t.Logf("%q; %d of %d copied; %+v: acceptance %.2f, %.2f tokens a pass", plain.Text, copied, len(plain.Tokens), got.Spec, got.Spec.AcceptRate(), got.Spec.TokensPerPass())
+}
 
 func TestDraftLenFollowsTheRate(t *testing.T) {
 	for _, tc := range []struct {
@@ -181,6 +233,7 @@ func TestSpeculativeGreedyEqualsPlain(t *testing.T) {
 		{"stories260K", func(t *testing.T) *Model { return storiesModel(t) }},
 		{"llama f32", func(t *testing.T) *Model { return synthLoad(t, "llama", dtype.F32) }},
 		{"qwen3 q8_0", func(t *testing.T) *Model { return synthLoad(t, "qwen3", dtype.Q8_0) }},
+		{"copier q8_0", func(t *testing.T) *Model { return copierLoad(t, dtype.Q8_0) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := tc.model(t)
