@@ -7,8 +7,8 @@ import (
 )
 
 // A copier (Options.Copier) is a model whose greedy text copies its
-// context: at each position it predicts the token that followed the
-// earlier occurrence of the current token (an induction head, built by
+// context: at each position it predicts the token that followed an
+// earlier occurrence of the last two tokens (an induction head, built by
 // hand rather than trained). Speculative decoding's n-gram drafter
 // predicts text that repeats its context; random weights never repeat
 // anything but one token, and stories260K does not repeat a passage it is
@@ -43,8 +43,9 @@ import (
 // Where the last two tokens occurred several times before, the match
 // splits among the occurrences and the copy takes one of their
 // continuations (which one, the codes' noise decides): the text repeats
-// its context with jumps, as a model that copies does. Tokens never seen together before
-// give no match, and the prediction is whatever the codes' noise makes it.
+// its context with jumps, as a model that copies does. Tokens never seen
+// together before give no match, and the prediction is whatever the
+// codes' noise makes it.
 const (
 	copierPairs    = 12   // rotary pairs of layer 0's positional match
 	copierRopeBase = 1e12 // the model's rope.freq_base
@@ -117,7 +118,7 @@ var copierTensors = map[string]bool{
 // Subspace offsets in the residual stream.
 func (c *copier) w() int       { return 0 }
 func (c *copier) t() int       { return c.do }
-func (c *copier) k() int       { return c.do + c.dm }
+func (c *copier) one() int     { return c.do + c.dm }
 func (c *copier) p() int       { return c.do + c.dm + 1 }
 func (c *copier) q() int       { return c.do + 2*c.dm + 1 }
 func (c *copier) o() int       { return c.do + 3*c.dm + 1 }
@@ -141,7 +142,7 @@ func (c *copier) rows(t *Tensor, r0, n, row int, vals []float32) {
 		case "token_embd":
 			copy(v[c.w():], c.wide[r*c.do:(r+1)*c.do])
 			copy(v[c.t():], c.match[r*c.dm:(r+1)*c.dm])
-			v[c.k()] = 1
+			v[c.one()] = 1
 		case "output":
 			for j, x := range c.wide[r*c.do : (r+1)*c.do] {
 				v[c.o()+j] = copierLogit * x
@@ -161,12 +162,12 @@ func (c *copier) rows(t *Tensor, r0, n, row int, vals []float32) {
 			back := float64(head + 1) // positions back
 			th := back * c.theta[d/2]
 			if d%2 == 0 {
-				v[c.k()] = a * float32(math.Cos(th)) / sc
+				v[c.one()] = a * float32(math.Cos(th)) / sc
 			} else {
-				v[c.k()] = -a * float32(math.Sin(th)) / sc
+				v[c.one()] = -a * float32(math.Sin(th)) / sc
 			}
 		case t.Logical == "attn_k" && t.Layer == 0 && (head == c.kv(0) || head == c.kv(1)) && d < 2*copierPairs && d%2 == 0:
-			v[c.k()] = a / sc
+			v[c.one()] = a / sc
 		case t.Logical == "attn_v" && t.Layer == 0 && (head == c.kv(0) || head == c.kv(1)) && d < c.dm:
 			v[c.t()+d] = 1 / sc
 		case t.Logical == "attn_output" && t.Layer == 0 && r >= c.p() && r < c.q()+c.dm:
