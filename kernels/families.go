@@ -281,6 +281,11 @@ var families = []*family{
 			}
 		},
 		constants: func(s Spec) []Constant {
+			if s.Variant&Small != 0 && s.Act != dtype.F32 { // cols: the GPU kernel's (vec_x unread: gemm.h numbers its constants once)
+				return constants(biasConst,
+					cbool("vec_x", "unread by the small GEMM (the file's constant 1, as simd_gemm's)"),
+					cuint("cols", "output features per SIMD group, 1 to 8"))
+			}
 			if s.Variant&Small != 0 || s.Act == dtype.F32 { // vec_x: the GPU kernels' (F16 activations)
 				return constants(biasConst)
 			}
@@ -288,8 +293,11 @@ var families = []*family{
 				cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 8: the GPU kernels stage X in 16-byte vectors"))
 		},
 		geometry: gemmGeometry, geometryDoc: func(s Spec) string {
-			if s.Variant&Small != 0 {
+			if s.Variant&Small != 0 && s.Act == dtype.F32 {
 				return "4 SIMD groups of 8 outputs each, over all (≤ 8) rows; grid = ceil(N / 32)"
+			}
+			if s.Variant&Small != 0 {
+				return "4 SIMD groups of cols outputs each (8, halved while fewer than tuning.gemv_min_groups threadgroups, not below gemv_min_rows), over all (≤ 8) rows; grid = ceil(N / (4·cols))"
 			}
 			return "64×64 tiles of Y, K stepped by 64 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/64))"
 		},

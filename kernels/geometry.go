@@ -294,23 +294,35 @@ const (
 // halves.
 //
 // simd_gemm_small (2–8 rows): a 32-row tile would be mostly empty, so the
-// small kernel is a GEMV over up to 8 vectors: SIMD group g owns 8 output
-// features and reads each weight block once for every row of X. 4 SIMD
-// groups per threadgroup: grid = ceil(N / 32), no threadgroup memory.
-func gemmGeometry(k *Kernel, s Shape, _ chips.Tuning) (Launch, error) {
+// small kernel is a GEMV over up to 8 vectors: SIMD group g owns cols
+// output features and reads each weight block once for every row of X. 4
+// SIMD groups per threadgroup: grid = ceil(N / (4·cols)), no threadgroup
+// memory. cols is 8, halved while the grid would be fewer than
+// tuning.gemv_min_groups threadgroups, down to gemv_min_rows (or 1): the
+// GEMVs' rule for filling a GPU (NVIDIA sets 1024 and 2), where 8 left the
+// 0.6B shape's down projection one SIMD group an SM; 0 (Apple) keeps 8.
+func gemmGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 	if err := need(k, "Tokens", s.Tokens, "N", s.N, "K", s.K); err != nil {
 		return Launch{}, err
 	}
 	if err := needBlocks(k, "K", s.K); err != nil {
 		return Launch{}, err
 	}
-	consts := values(k, map[string]uint32{"has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%8 == 0)})
+	cv := map[string]uint32{"has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%8 == 0)}
 	if k.Variant&Small != 0 {
 		if s.Tokens > 8 {
 			return Launch{}, fmt.Errorf("kernels: %s: %d rows; the small GEMM takes 2 to 8", k.Name, s.Tokens)
 		}
-		return launch([3]int{ceilDiv(s.N, gemmSG*gemmSmallCols), 1, 1}, gemmSG*SIMDWidth, 0, consts...), nil
+		cols := gemmSmallCols
+		if k.Act != dtype.F32 { // the CPU's forms have no GPU body and no cols
+			for cols > max(1, t.GEMVMinRows) && ceilDiv(s.N, gemmSG*cols) < t.GEMVMinGroups {
+				cols /= 2
+			}
+			cv["vec_x"], cv["cols"] = 0, uint32(cols)
+		}
+		return launch([3]int{ceilDiv(s.N, gemmSG*cols), 1, 1}, gemmSG*SIMDWidth, 0, values(k, cv)...), nil
 	}
+	consts := values(k, cv)
 	if k.Act == dtype.F32 {
 		// No GPU body has F32 activations: these are the CPU backend's,
 		// whose launch is checked but never run, so it stays what plans

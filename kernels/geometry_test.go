@@ -114,7 +114,7 @@ func TestLaunchesOfRepresentativeCommands(t *testing.T) {
 		{"simd_gemm_f16", Shape{Tokens: 9, N: 64, K: 36, VecX: true}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{128, 1, 1}, TGMem: 18432,
 			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}, {1, "vec_x", ConstBool, 0}}}},
 		{"simd_gemm_small_q8_0", Shape{Tokens: 5, N: 1000, K: 4096}, Launch{Grid: [3]int{32, 1, 1}, Threadgroup: [3]int{128, 1, 1},
-			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}}}},
+			Constants: []ConstValue{{0, "has_bias", ConstBool, 0}, {1, "vec_x", ConstBool, 0}, {2, "cols", ConstUint, 8}}}},
 		{"rmsnorm_f16", Shape{Tokens: 1, Dim: 4096}, Launch{Grid: [3]int{1, 1, 1}, Threadgroup: [3]int{1024, 1, 1}, TGMem: 128, Constants: []ConstValue{}}},
 		{"rmsnorm_f16", Shape{Tokens: 3, Dim: 64}, Launch{Grid: [3]int{3, 1, 1}, Threadgroup: [3]int{64, 1, 1}, TGMem: 16, Constants: []ConstValue{}}},
 		{"flash_attention_decode_parallel_f16", Shape{Heads: 32, KVHeads: 8, HeadDim: 128, HeadDimV: 128, MaxCtx: 8192},
@@ -261,6 +261,49 @@ func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		if l.Grid[0] != tc.grid || nr != tc.nr || l.TGMem != 16*tc.nr {
 			t.Errorf("N %d, minimum %d, rows ≥ %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
 		}
+	}
+}
+
+// The small GEMM (2–8 rows) follows the GEMVs' rule: fewer threadgroups
+// than GEMVMinGroups halve its outputs per SIMD group (cols) from 8, down
+// to GEMVMinRows or one; without the field (Apple) it keeps 8. Its CPU
+// form (F32 activations) has no cols.
+func TestSmallGEMMColsHalveBelowTheMinimumThreadgroups(t *testing.T) {
+	k, ok := Lookup("simd_gemm_small_q8_0")
+	if !ok {
+		t.Fatal("no simd_gemm_small_q8_0")
+	}
+	for _, tc := range []struct {
+		n, min, minRows, grid, cols int
+	}{
+		{1024, 0, 0, 32, 8},     // Apple: 8
+		{1024, 1024, 2, 128, 2}, // NVIDIA's 1024 and 2: the 0.6B shape's down projection
+		{4096, 1024, 2, 512, 2},
+		{1024, 1024, 0, 256, 1},
+		{1024, 64, 0, 64, 4},
+		{100000, 1024, 2, 3125, 8}, // enough already
+	} {
+		l, err := k.Geometry(Shape{Tokens: 8, N: tc.n, K: 1024}, chips.Tuning{GEMVMinGroups: tc.min, GEMVMinRows: tc.minRows})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols := -1
+		for _, c := range l.Constants {
+			if c.Name == "cols" {
+				cols = int(c.Value)
+			}
+		}
+		if l.Grid[0] != tc.grid || cols != tc.cols {
+			t.Errorf("N %d, minimum %d, floor %d: grid %d, cols %d; want %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], cols, tc.grid, tc.cols)
+		}
+	}
+	f32, ok := Lookup("simd_gemm_small_q8_0_f32")
+	if !ok {
+		t.Skip("no CPU small GEMM")
+	}
+	l, err := f32.Geometry(Shape{Tokens: 8, N: 1024, K: 1024}, chips.Tuning{GEMVMinGroups: 1024, GEMVMinRows: 2})
+	if err != nil || l.Grid[0] != 32 || len(l.Constants) != 1 {
+		t.Errorf("the CPU's small GEMM: %+v, %v; want 32 threadgroups and has_bias alone", l, err)
 	}
 }
 

@@ -15,8 +15,9 @@
 // leave through the same threadgroup memory (a strip is 4 KiB of float),
 // so edges need no special case.
 //
-// simd_gemm_small (2–8 rows): SIMD group g owns 8 output features and reads
-// each weight chunk once for all rows of X; lanes stride over the chunks.
+// simd_gemm_small (2–8 rows): SIMD group g owns cols (≤ 8) output features
+// and reads each weight chunk once for all rows of X; lanes stride over the
+// chunks.
 #include "quants.h"
 #include "gemm_stage.h"
 
@@ -122,9 +123,12 @@ inline void simd_gemm_small(device const uchar* w,
                             uint3 tgpig,
                             uint sg,
                             uint lane) {
-    uint n0 = (tgpig.x * 4 + sg) * 8;
+    // A plan compiled before cols existed sets none (0 on CUDA): its grid
+    // is ceil(N / 32), 8 features a SIMD group.
+    uint nc = cols != 0 ? uint(cols) : 8u;
+    uint n0 = (tgpig.x * 4 + sg) * nc;
     if (n0 >= p.n) return;
-    uint nf = min(8u, p.n - n0), m = min(p.m, uint(SMALL_M));
+    uint nf = min(nc, p.n - n0), m = min(p.m, uint(SMALL_M));
     ulong rb = row_bytes<T>(p.k);
     uint nchunks = (p.k + 15) / 16;
     float acc[SMALL_M][8];

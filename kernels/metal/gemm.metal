@@ -6,6 +6,7 @@
 
 constant bool has_bias [[function_constant(0)]];
 constant bool vec_x [[function_constant(1)]];
+constant uint cols [[function_constant(2)]];
 
 #include "gemm.h"
 
