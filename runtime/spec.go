@@ -407,16 +407,21 @@ func (s *Session) plainSteps(g *generation, n int) (Stop, bool, error) {
 type adapt struct {
 	lo, hi int
 	// rowCost is what a draft row adds to a pass, in plain tokens' time:
-	// the default until both have been timed, then measured.
-	rowCost float64
-	rate    float64 // the estimated probability that a draft is accepted
-	fixed   bool
-	timed   bool    // measure rowCost (else it stays as given)
-	probing bool    // the pass in flight is a probe
-	idle    int     // tokens decoded without drafting since the last probe
-	gap     int     // tokens between probes: probeEvery, doubled by each probe that fails
-	plainT  float64 // seconds a plain token takes (0: not timed yet)
-	passes  int     // passes timed
+	// the default until both have been timed, then measured. passCost is
+	// what a pass costs beyond a plain token whatever its rows (a GPU's
+	// batch program and host round trip: about two decode steps on an
+	// H100), 0 until passes of different lengths have been timed.
+	rowCost  float64
+	passCost float64
+	fit      passFit // the timed passes, for passCost and rowCost
+	rate     float64 // the estimated probability that a draft is accepted
+	fixed    bool
+	timed    bool    // measure rowCost (else it stays as given)
+	probing  bool    // the pass in flight is a probe
+	idle     int     // tokens decoded without drafting since the last probe
+	gap      int     // tokens between probes: probeEvery, doubled by each probe that fails
+	plainT   float64 // seconds a plain token takes (0: not timed yet)
+	passes   int     // passes timed
 }
 
 // probeEvery is how many undrafted tokens pass before a short probe pass
@@ -444,7 +449,7 @@ func (a *adapt) next() int {
 	if a.fixed {
 		return a.hi
 	}
-	if k := draftLen(a.rate, a.lo, a.hi, a.rowCost); k > 0 {
+	if k := draftLen(a.rate, a.lo, a.hi, a.rowCost, a.passCost); k > 0 {
 		a.idle = 0
 		return k
 	}
@@ -478,9 +483,9 @@ func (a *adapt) update(drafted, accepted int) {
 		a.rate -= rateWeight * a.rate
 	}
 	switch {
-	case draftLen(a.rate, a.lo, a.hi, a.rowCost) > 0:
+	case draftLen(a.rate, a.lo, a.hi, a.rowCost, a.passCost) > 0:
 		a.gap = probeEvery
-	case probing && (accepted == 0 || draftLen(1, a.lo, a.hi, a.rowCost) == 0):
+	case probing && (accepted == 0 || draftLen(1, a.lo, a.hi, a.rowCost, a.passCost) == 0):
 		a.gap = min(2*max(a.gap, probeEvery), maxProbeGap)
 	}
 }
@@ -499,27 +504,56 @@ func (a *adapt) timePlain(d time.Duration, n int) {
 }
 
 // timePass takes the time of a pass of k drafts: beside a plain token's,
-// what each draft row (and the drafting) added. The first passes' costs
-// are averaged (the first replaces the prior), later ones weighted by
-// costWeight: from the prior alone the estimate took a dozen passes to
-// reach a small model's cost (stories260K on the dev box: rows at 1.1–1.4
-// plain tokens, estimated 0.15 → 0.29 → 0.39 …), and the generation
-// drafted, and lost, all the while.
+// what the pass added, y. The first passes' costs are averaged (the first
+// replaces the prior), later ones weighted by costWeight: from the prior
+// alone the estimate took a dozen passes to reach a small model's cost
+// (stories260K on the dev box: rows at 1.1–1.4 plain tokens, estimated
+// 0.15 → 0.29 → 0.39 …), and the generation drafted, and lost, all the
+// while. Once the passes timed have had different lengths (their k's
+// weighted variance at least minKSpread), y = passCost + rowCost·k is
+// fitted to them (least squares); before that, and while the lengths stay
+// the same, a pass's y less passCost is put on its rows. A cost that is
+// all rows (the CPU's) fits passCost ≈ 0 and leaves the estimate as it
+// was; one that is mostly the pass's own (a GPU's: a verify pass of 2
+// rows cost 2.3 decode steps on an H100, of 8 rows 5) no longer reads
+// as dear rows that keep the drafts short (0.99× at full acceptance on
+// a copy task, against 1.58× where the lengths happened to vary).
 func (a *adapt) timePass(d time.Duration, k int) {
 	if !a.timed || a.plainT == 0 || k == 0 {
 		return
 	}
 	a.passes++
-	c := (d.Seconds()/a.plainT - 1) / float64(k)
-	a.rowCost += max(costWeight, 1/float64(a.passes)) * (min(max(c, 0.01), 10) - a.rowCost)
+	w := max(costWeight, 1/float64(a.passes))
+	y, fk := d.Seconds()/a.plainT-1, float64(k)
+	f := &a.fit
+	f.k += w * (fk - f.k)
+	f.kk += w * (fk*fk - f.kk)
+	f.y += w * (y - f.y)
+	f.ky += w * (fk*y - f.ky)
+	if v := f.kk - f.k*f.k; v >= minKSpread {
+		r := min(max((f.ky-f.k*f.y)/v, 0.01), 10)
+		a.rowCost, a.passCost = r, min(max(f.y-r*f.k, 0), 10)
+		return
+	}
+	c := (y - a.passCost) / fk
+	a.rowCost += w * (min(max(c, 0.01), 10) - a.rowCost)
 }
+
+// passFit holds the timed passes' weighted averages of k, k², y (what a
+// pass cost beyond a plain token, in plain tokens) and k·y: the least
+// squares fit of y = passCost + rowCost·k.
+type passFit struct{ k, kk, y, ky float64 }
+
+// minKSpread is the variance of the timed passes' lengths from which
+// timePass fits a pass's own cost apart from its rows'.
+const minKSpread = 0.2
 
 // draftLen is the draft length k ∈ {0} ∪ [lo, hi] that gives the most
 // tokens per unit of cost when each draft is accepted with probability
 // rate, given the previous ones were: a pass of k drafts gives
-// E(k) = 1 + rate + … + rate^k tokens and costs 1 + rowCost·k decode
-// steps. k = 0 (no pass, a plain step) gives 1 for 1.
-func draftLen(rate float64, lo, hi int, rowCost float64) int {
+// E(k) = 1 + rate + … + rate^k tokens and costs 1 + passCost + rowCost·k
+// decode steps. k = 0 (no pass, a plain step) gives 1 for 1.
+func draftLen(rate float64, lo, hi int, rowCost, passCost float64) int {
 	lo = max(lo, 1)
 	best, bestV := 0, 1.0
 	e, pw := 1.0, 1.0
@@ -529,7 +563,7 @@ func draftLen(rate float64, lo, hi int, rowCost float64) int {
 		if k < lo {
 			continue
 		}
-		if v := e / (1 + rowCost*float64(k)); v > bestV+1e-12 {
+		if v := e / (1 + passCost + rowCost*float64(k)); v > bestV+1e-12 {
 			best, bestV = k, v
 		}
 	}

@@ -88,14 +88,14 @@ func TestDraftLenFollowsTheRate(t *testing.T) {
 		{0.2, 3, 8, 0.15, func(k int) bool { return k == 0 }, "none rather than fewer than min"},
 	} {
 		t.Run(tc.meaning, func(t *testing.T) {
-			if k := draftLen(tc.rate, tc.lo, tc.hi, tc.cost); !tc.want(k) {
+			if k := draftLen(tc.rate, tc.lo, tc.hi, tc.cost, 0); !tc.want(k) {
 				t.Fatalf("draftLen(%g, %d, %d, %g) = %d", tc.rate, tc.lo, tc.hi, tc.cost, k)
 			}
 		})
 	}
 	prev := 0
 	for r := 0.0; r <= 1; r += 0.05 {
-		k := draftLen(r, 1, 16, 0.15)
+		k := draftLen(r, 1, 16, 0.15, 0)
 		if k < prev {
 			t.Fatalf("the length falls from %d to %d as the rate rises to %.2f", prev, k, r)
 		}
@@ -168,6 +168,51 @@ func TestAdaptiveLengthLearnsThePassCostAtOnce(t *testing.T) {
 	a.timePass(120*time.Microsecond, 1) // 0.2
 	if d := a.rowCost - 0.7; d < -1e-9 || d > 1e-9 {
 		t.Fatalf("after rows of 1.2 and 0.2 plain tokens: estimate %.3f, want their mean 0.7", a.rowCost)
+	}
+}
+
+// A pass whose cost is mostly its own (a GPU's batch program and round
+// trip: 2.3 plain tokens for 2 rows, 5 for 8 on an H100) is fitted as a
+// fixed cost and a row cost once the passes' lengths have varied, and the
+// length grows to the most drafts where every draft is accepted; read as
+// rows alone it kept the drafts at one or two. A cost that is all rows
+// (the CPU's) fits no fixed cost.
+func TestAdaptiveLengthFitsAPassCost(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		fixed, row    float64 // a pass costs 1 + fixed + row·k plain tokens
+		lo, hi        float64 // passCost's bounds after the run
+		minK          int
+		rateOfAccepts float64
+	}{
+		{"GPU", 1.3, 0.45, 0.8, 1.8, 7, 1},
+		{"CPU", 0, 0.15, 0, 0.1, 7, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := adapt{lo: 1, hi: 8, rowCost: DefaultRowCost, rate: 0.6, timed: true}
+			a.timePlain(time.Millisecond, 1)
+			// A rejection at the third pass, as the copy task's first
+			// edit: the length moves, and the fit has two lengths.
+			for i := range 60 {
+				k := a.next()
+				if k == 0 { // plain tokens up to the next probe
+					n := a.plainRun()
+					a.idle += n
+					a.timePlain(time.Duration(n)*time.Millisecond, n)
+					continue
+				}
+				acc := k
+				if i == 2 {
+					acc = 0
+				}
+				a.update(k, acc)
+				a.timePass(time.Duration((1+tc.fixed+tc.row*float64(k))*float64(time.Millisecond)), k)
+			}
+			if k := a.next(); k < tc.minK || a.passCost < tc.lo || a.passCost > tc.hi {
+				t.Fatalf("length %d (want ≥ %d), pass cost %.2f (want %.1f–%.1f), row cost %.2f", k, tc.minK, a.passCost, tc.lo, tc.hi, a.rowCost)
+			}
+			t.Logf("length %d, pass cost %.2f, row cost %.2f", a.next(), a.passCost, a.rowCost)
+		})
 	}
 }
 
