@@ -252,12 +252,7 @@ func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nr := -1
-		for _, c := range l.Constants {
-			if k.Constants[c.Index].Name == "nr" {
-				nr = int(c.Value)
-			}
-		}
+		nr := constValue(l, "nr")
 		if l.Grid[0] != tc.grid || nr != tc.nr || l.TGMem != 16*tc.nr {
 			t.Errorf("N %d, minimum %d, rows ≥ %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
 		}
@@ -287,24 +282,29 @@ func TestSmallGEMMColsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cols := -1
-		for _, c := range l.Constants {
-			if c.Name == "cols" {
-				cols = int(c.Value)
-			}
-		}
+		cols := constValue(l, "cols")
 		if l.Grid[0] != tc.grid || cols != tc.cols {
 			t.Errorf("N %d, minimum %d, floor %d: grid %d, cols %d; want %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], cols, tc.grid, tc.cols)
 		}
 	}
 	f32, ok := Lookup("simd_gemm_small_q8_0_f32")
 	if !ok {
-		t.Skip("no CPU small GEMM")
+		t.Fatal("no simd_gemm_small_q8_0_f32")
 	}
 	l, err := f32.Geometry(Shape{Tokens: 8, N: 1024, K: 1024}, chips.Tuning{GEMVMinGroups: 1024, GEMVMinRows: 2})
 	if err != nil || l.Grid[0] != 32 || len(l.Constants) != 1 {
 		t.Errorf("the CPU's small GEMM: %+v, %v; want 32 threadgroups and has_bias alone", l, err)
 	}
+}
+
+// constValue is the value of l's constant name, -1 where it has none.
+func constValue(l Launch, name string) int {
+	for _, c := range l.Constants {
+		if c.Name == name {
+			return int(c.Value)
+		}
+	}
+	return -1
 }
 
 // On a chip whose GEMVs dot 8-bit x (Int8GEMV), Q4_K and Q6_K take their
