@@ -283,6 +283,11 @@ func gemmRule(r *rule) {
 	if r.k.Variant&X16 != 0 && n%16 != 0 {
 		r.fail("n %d is not a multiple of 16 (repacked rows)", n)
 	}
+	// The small GEMM's outputs a SIMD group size its accumulators (8 at
+	// most); a plan compiled before the constant sets none.
+	if c, ok := r.constant("cols"); ok && (c < 1 || c > 8) {
+		r.fail("constant cols %d: the small GEMM takes 1 to 8 outputs a SIMD group", c)
+	}
 	es := r.actSize()
 	r.need("w", r.weightRows("k", n, k), "n×k weights")
 	r.need("x", matrix(m, lda, k, es), "m rows of lda, k each")

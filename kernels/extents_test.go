@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -169,30 +170,6 @@ func TestPoolExtents(t *testing.T) {
 // reads, its ids and non-overlapping rows of y, and vec_x's alignment;
 // moe_sum's y, weights and out.
 func TestMoEExtents(t *testing.T) {
-	check := func(t *testing.T, name string, p any, avail map[string]uint64, consts map[string]uint32, want string) {
-		t.Helper()
-		k, ok := Lookup(name)
-		if !ok {
-			t.Fatalf("no %s", name)
-		}
-		a := make([]uint64, len(k.Bindings))
-		for _, b := range k.Bindings {
-			a[b.Slot] = avail[b.Name]
-		}
-		x := &Extents{Params: Encode(p), Avail: a, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants)), Batch: 16}
-		for i, c := range k.Constants {
-			if v, ok := consts[c.Name]; ok {
-				x.Constants[i], x.Set[i] = v, true
-			}
-		}
-		err := k.CheckExtents(x)
-		switch {
-		case want == "" && err != nil:
-			t.Fatalf("refused: %v", err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrExtent)):
-			t.Fatalf("got %v, want an ErrExtent naming %q", err, want)
-		}
-	}
 	t.Run("moe_route", func(t *testing.T) {
 		const ne, kk, rows, as = 60, 4, 5, 64
 		fit := map[string]uint64{"logits": ((rows-1)*as + ne) * 2, "ids": rows * kk * 4, "weights": rows * kk * 4}
@@ -221,7 +198,7 @@ func TestMoEExtents(t *testing.T) {
 			{"k past the experts", MoERouteParams{NExpert: 3, K: 4, NRows: rows, AStride: as}, fit, "k 4 exceeds min(32, n_expert) 3"},
 			{"1025 experts", MoERouteParams{NExpert: 1025, K: 4, NRows: 1, AStride: 1025}, with("logits", 1<<20), "n_expert 1025 exceeds moe_route's limit"},
 		} {
-			t.Run(tt.what, func(t *testing.T) { check(t, "moe_route_f16", tt.p, tt.avail, nil, tt.want) })
+			t.Run(tt.what, func(t *testing.T) { checkExtent(t, "moe_route_f16", tt.p, tt.avail, nil, tt.want) })
 		}
 	})
 	t.Run("gemv_id", func(t *testing.T) {
@@ -261,11 +238,11 @@ func TestMoEExtents(t *testing.T) {
 			{"the same stride without vec_x", odd, with("x", 1<<20), map[string]uint32{"vec_x": 0}, ""},
 			{"no experts", GEMVIDParams{N: n, K: kk, NSlots: ns, NRows: rows, XStride: ns * kk, XSlot: kk, YStride: ns * n}, fit, nil, "n_expert is 0"},
 		} {
-			t.Run(tt.what, func(t *testing.T) { check(t, "gemv_id_q4_0", tt.p, tt.avail, tt.consts, tt.want) })
+			t.Run(tt.what, func(t *testing.T) { checkExtent(t, "gemv_id_q4_0", tt.p, tt.avail, tt.consts, tt.want) })
 			// gemm_id, gemv_id's batch form, reads and writes the same
 			// extents; it has no vec_x.
 			if tt.consts == nil {
-				t.Run("gemm_id "+tt.what, func(t *testing.T) { check(t, "gemm_id_q4_0", tt.p, tt.avail, nil, tt.want) })
+				t.Run("gemm_id "+tt.what, func(t *testing.T) { checkExtent(t, "gemm_id_q4_0", tt.p, tt.avail, nil, tt.want) })
 			}
 		}
 	})
@@ -294,7 +271,51 @@ func TestMoEExtents(t *testing.T) {
 			{"rows of out overlap", MoESumParams{N: n, NSlots: ns, NRows: rows, YStride: ns * n, OutStride: n - 1}, fit, "exceeds out_stride"},
 			{"no slots", MoESumParams{N: n, NRows: rows, YStride: ns * n, OutStride: n}, fit, "n_slots is 0"},
 		} {
-			t.Run(tt.what, func(t *testing.T) { check(t, "moe_sum_f32", tt.p, tt.avail, nil, tt.want) })
+			t.Run(tt.what, func(t *testing.T) { checkExtent(t, "moe_sum_f32", tt.p, tt.avail, nil, tt.want) })
 		}
 	})
+}
+
+// checkExtent runs kernel name's extent rule on parameters p, the bytes
+// avail of each binding and the constants consts: refused with want in its
+// error, or accepted where want is "".
+func checkExtent(t *testing.T, name string, p any, avail map[string]uint64, consts map[string]uint32, want string) {
+	t.Helper()
+	k, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	a := make([]uint64, len(k.Bindings))
+	for _, b := range k.Bindings {
+		a[b.Slot] = avail[b.Name]
+	}
+	x := &Extents{Params: Encode(p), Avail: a, Constants: make([]uint32, len(k.Constants)), Set: make([]bool, len(k.Constants)), Batch: 16}
+	for i, c := range k.Constants {
+		if v, ok := consts[c.Name]; ok {
+			x.Constants[i], x.Set[i] = v, true
+		}
+	}
+	err := k.CheckExtents(x)
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("refused: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, ErrExtent)):
+		t.Fatalf("got %v, want an ErrExtent naming %q", err, want)
+	}
+}
+
+// The small GEMM's outputs a SIMD group (cols) size its accumulators: a
+// plan setting fewer than 1 or more than 8 is refused.
+func TestSmallGEMMExtents(t *testing.T) {
+	const m, n, kk = 8, 64, 256
+	p := GEMMParams{M: m, N: n, K: kk, LDA: kk, LDC: n}
+	fit := map[string]uint64{"w": n * kk / 32 * 34, "x": m * kk * 2, "y": m * n * 2}
+	for _, tt := range []struct {
+		cols uint32
+		want string
+	}{{8, ""}, {1, ""}, {0, "constant cols 0"}, {16, "constant cols 16"}} {
+		t.Run("cols "+strconv.Itoa(int(tt.cols)), func(t *testing.T) {
+			checkExtent(t, "simd_gemm_small_q8_0", p, fit, map[string]uint32{"cols": tt.cols}, tt.want)
+		})
+	}
 }
