@@ -80,7 +80,7 @@ func runSynth(ctx *cli.Context, args []string) error {
 	fs.StringVar(&vocab, "vocab", "", "copy the tokenizer of this GGUF file (default: a small built-in byte-level BPE)")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed; the same seed gives the same file")
 	fs.BoolVar(&o.Sparse, "sparse", false, "zero weights written as holes: the file's shape without its disk space")
-	fs.BoolVar(&o.Copier, "copier", false, "an induction-head model whose greedy text copies its context (the token after the earlier occurrence of the current one) instead of random weights: a copy task for speculative decoding; llama-like --arch, untied, --head-dim 64 or more")
+	fs.BoolVar(&o.Copier, "copier", false, "an induction-head model whose greedy text copies its context (the token that followed an earlier occurrence of the last two) instead of random weights: a copy task for speculative decoding; llama-like --arch, untied, --head-dim 64 or more")
 	fs.Var(set, "set", "set another hparam of the spec, e.g. --set sliding_window=512 (repeatable)")
 	fs.StringVar(&out, "o", "", "output file (required)")
 	if _, err := cli.Parse(fs, args); err != nil {

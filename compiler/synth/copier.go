@@ -94,6 +94,8 @@ func newCopier(o Options, vocab int, seed uint64) *copier {
 func checkCopier(o Options) error {
 	need := 2*o.HeadDim + 3*(o.HeadDim/4) + 1
 	switch {
+	case o.Sparse:
+		return fmt.Errorf("%w: a copier cannot be sparse (its weights are its point)", ErrOptions)
 	case o.Tied:
 		return fmt.Errorf("%w: a copier needs its own output matrix (not --tied)", ErrOptions)
 	case o.Layers < 2 || o.Heads < 2:

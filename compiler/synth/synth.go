@@ -124,9 +124,6 @@ func Build(reg *specs.Registry, o Options) (*Plan, error) {
 		if err := checkCopier(o); err != nil {
 			return nil, err
 		}
-		if o.Sparse {
-			return nil, fmt.Errorf("%w: a copier cannot be sparse", ErrOptions)
-		}
 	}
 	if o.Recipe != "" {
 		base, ok := recipeBase[o.Recipe]
