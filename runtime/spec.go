@@ -449,7 +449,7 @@ func (a *adapt) next() int {
 	if a.fixed {
 		return a.hi
 	}
-	if k := draftLen(a.rate, a.lo, a.hi, a.rowCost, a.passCost); k > 0 {
+	if k := a.lenAt(a.rate); k > 0 {
 		a.idle = 0
 		return k
 	}
@@ -460,6 +460,9 @@ func (a *adapt) next() int {
 	}
 	return 0
 }
+
+// lenAt is draftLen at acceptance rate with a's bounds and costs.
+func (a *adapt) lenAt(rate float64) int { return draftLen(rate, a.lo, a.hi, a.rowCost, a.passCost) }
 
 // plainRun is how many tokens to decode without drafts before the next
 // probe (at least 1).
@@ -483,9 +486,9 @@ func (a *adapt) update(drafted, accepted int) {
 		a.rate -= rateWeight * a.rate
 	}
 	switch {
-	case draftLen(a.rate, a.lo, a.hi, a.rowCost, a.passCost) > 0:
+	case a.lenAt(a.rate) > 0:
 		a.gap = probeEvery
-	case probing && (accepted == 0 || draftLen(1, a.lo, a.hi, a.rowCost, a.passCost) == 0):
+	case probing && (accepted == 0 || a.lenAt(1) == 0):
 		a.gap = min(2*max(a.gap, probeEvery), maxProbeGap)
 	}
 }
