@@ -281,9 +281,9 @@ var families = []*family{
 			}
 		},
 		constants: func(s Spec) []Constant {
-			if s.Variant&Small != 0 && s.Act != dtype.F32 { // cols: the GPU kernel's (vec_x unread: gemm.h numbers its constants once)
+			if s.Variant&Small != 0 && s.Act != dtype.F32 { // cols: the GPU kernel's
 				return constants(biasConst,
-					cbool("vec_x", "unread by the small GEMM (the file's constant 1, as simd_gemm's)"),
+					cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 8: the GPU kernel loads X's rows in 16-byte vectors"),
 					cuint("cols", "output features per SIMD group, 1 to 8"))
 			}
 			if s.Variant&Small != 0 || s.Act == dtype.F32 { // vec_x: the GPU kernels' (F16 activations)

@@ -318,7 +318,7 @@ func gemmGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 			for cols > max(1, t.GEMVMinRows) && ceilDiv(s.N, gemmSG*cols) < t.GEMVMinGroups {
 				cols /= 2
 			}
-			cv["vec_x"], cv["cols"] = 0, uint32(cols)
+			cv["cols"] = uint32(cols)
 		}
 		return launch([3]int{ceilDiv(s.N, gemmSG*cols), 1, 1}, gemmSG*SIMDWidth, 0, values(k, cv)...), nil
 	}

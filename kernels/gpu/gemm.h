@@ -131,28 +131,50 @@ inline void simd_gemm_small(device const uchar* w,
     uint nf = min(nc, p.n - n0), m = min(p.m, uint(SMALL_M));
     ulong rb = row_bytes<T>(p.k);
     uint nchunks = (p.k + 15) / 16;
+    // Every loop over rows and features runs to its constant bound,
+    // unrolled, the rows and features past m and nf skipped inside, so
+    // that acc stays in registers (loops to m and nf put it in local
+    // memory: 256 bytes a thread).
     float acc[SMALL_M][8];
-    for (uint r = 0; r < SMALL_M; r++)
-        for (uint f = 0; f < 8; f++) acc[r][f] = 0.0f;
+    UNROLL for (uint r = 0; r < SMALL_M; r++)
+        UNROLL for (uint f = 0; f < 8; f++) acc[r][f] = 0.0f;
     for (uint c = lane; c < nchunks; c += 32) {
-        for (uint f = 0; f < nf; f++) {
-            float wc[16];
-            dequant16<T>(w + ulong(n0 + f) * rb, c, p.k, wc);
-            for (uint r = 0; r < m; r++) {
-                device const half* xr = x + ulong(r) * p.lda;
-                float s = 0.0f;
-                for (uint i = 0; i < 16; i++) {
-                    uint e = 16 * c + i;
-                    if (e < p.k) s += wc[i] * float(xr[e]);
+        // X's 16 halves of a row in two 16-byte loads where they lie
+        // whole and aligned (vec_x: rows 16-byte aligned, K a multiple of 8).
+        bool whole = vec_x && 16 * c + 16 <= p.k;
+        UNROLL for (uint f = 0; f < 8; f++) {
+            if (f < nf) {
+                float wc[16];
+                dequant16<T>(w + ulong(n0 + f) * rb, c, p.k, wc);
+                UNROLL for (uint r = 0; r < SMALL_M; r++) {
+                    if (r < m) {
+                        device const half* xr = x + ulong(r) * p.lda + 16 * c;
+                        float s = 0.0f;
+                        if (whole) {
+                            uint4 lo = ((device const uint4*)xr)[0], hi = ((device const uint4*)xr)[1];
+                            uint u[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+                            UNROLL for (uint i = 0; i < 8; i++) {
+                                s += wc[2 * i] * float(as_type<half>(ushort(u[i] & 0xFFFFu)));
+                                s += wc[2 * i + 1] * float(as_type<half>(ushort(u[i] >> 16)));
+                            }
+                        } else {
+                            for (uint i = 0; i < 16; i++) {
+                                uint e = 16 * c + i;
+                                if (e < p.k) s += wc[i] * float(xr[i]);
+                            }
+                        }
+                        acc[r][f] += s;
+                    }
                 }
-                acc[r][f] += s;
             }
         }
     }
-    for (uint r = 0; r < m; r++) {
-        for (uint f = 0; f < nf; f++) {
-            float s = simd_sum(acc[r][f]);
-            if (lane == 0) y[ulong(r) * p.ldc + n0 + f] = half(has_bias ? s + bias[n0 + f] : s);
+    UNROLL for (uint r = 0; r < SMALL_M; r++) {
+        UNROLL for (uint f = 0; f < 8; f++) {
+            if (r < m && f < nf) {
+                float s = simd_sum(acc[r][f]);
+                if (lane == 0) y[ulong(r) * p.ldc + n0 + f] = half(has_bias ? s + bias[n0 + f] : s);
+            }
         }
     }
 }

@@ -10,6 +10,10 @@
 
 #define AKUNU_CUDA 1
 
+// UNROLL before a loop of a constant count unrolls it whole (a thread's
+// array indexed by its counters then lives in registers, not local memory).
+#define UNROLL _Pragma("unroll")
+
 // ---- Address spaces: CUDA has one generic pointer; constant data is const.
 #define device
 #define thread

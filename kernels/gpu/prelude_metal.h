@@ -9,6 +9,10 @@ using namespace metal;
 
 #define AKUNU_METAL 1
 
+// UNROLL before a loop of a constant count unrolls it whole (a thread's
+// array indexed by its counters then lives in registers).
+#define UNROLL _Pragma("clang loop unroll(full)")
+
 // ---- prelude_cuda.h's launch hooks, as no-ops: a Metal command encoder
 // orders its dispatches itself and has no L2 prefetch to ask for, so the
 // bodies that call them stay one source.

@@ -254,6 +254,16 @@ func gemmHalfStep(t *testing.T, r *rand.Rand, k *kernels.Kernel) kcase {
 	return kcase{s, kernels.GEMMParams{M: m, N: n, K: kk, LDA: kk, LDC: n}, b}
 }
 
+// smallGEMMOddK is a small GEMM whose K (520) is a multiple of 8 but not
+// of 16, with vec_x: its rows' chunks of 16 are loaded in vectors but the
+// last, of 8, element by element.
+func smallGEMMOddK(t *testing.T, r *rand.Rand, k *kernels.Kernel) kcase {
+	const m, n, kk = 6, 40, 520
+	s := kernels.Shape{Tokens: m, N: n, K: kk, Bias: true, VecX: true}
+	b := map[string][]byte{"w": quantized(t, r, k.DType, n, kk), "x": f16s(r, m*kk, 1), "y": make([]byte, 2*m*n), "bias": f32s(r, n, 1, 0)}
+	return kcase{s, kernels.GEMMParams{M: m, N: n, K: kk, LDA: kk, LDC: n}, b}
+}
+
 func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 	v := k.Variant
 	switch k.Op {
@@ -638,10 +648,13 @@ func TestEveryGPUKernelMatchesItsCPUTwin(t *testing.T) {
 				t.Fatal(err)
 			}
 			cases := []kcase{cs}
-			if k.Op == kernels.OpGEMV || k.Op == kernels.OpArgmax || k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 { // x loaded element by element, and in 16-byte vectors
+			if k.Op == kernels.OpGEMV || k.Op == kernels.OpArgmax || k.Op == kernels.OpGEMM { // x loaded element by element, and in 16-byte vectors
 				vec := cs
 				vec.shape.VecX = true
 				cases = append(cases, vec)
+			}
+			if k.Op == kernels.OpGEMM && k.Variant&kernels.Small != 0 && k.DType.BlockSize() == 1 {
+				cases = append(cases, smallGEMMOddK(t, rand.New(rand.NewPCG(7, uint64(len(k.Name)))), k))
 			}
 			if k.Op == kernels.OpGEMM && k.Variant&kernels.Small == 0 && k.DType.BlockSize() <= 32 {
 				cases = append(cases, gemmHalfStep(t, rand.New(rand.NewPCG(4, uint64(len(k.Name)))), k))
