@@ -289,6 +289,10 @@ func gemmRule(r *rule) {
 		r.fail("constant cols %d: the small GEMM takes 1 to 8 outputs a SIMD group", c)
 	}
 	es := r.actSize()
+	// With vec_x the GPU kernels load X's rows in 16-byte vectors.
+	if r.on("vec_x") && (mul(lda, es)%16 != 0 || k%8 != 0) {
+		r.fail("vec_x with lda %d and k %d: X's rows would not be whole 16-byte vectors", lda, k)
+	}
 	r.need("w", r.weightRows("k", n, k), "n×k weights")
 	r.need("x", matrix(m, lda, k, es), "m rows of lda, k each")
 	r.need("y", matrix(m, ldc, n, es), "m rows of ldc, n each")

@@ -318,4 +318,23 @@ func TestSmallGEMMExtents(t *testing.T) {
 			checkExtent(t, "simd_gemm_small_q8_0", p, fit, map[string]uint32{"cols": tt.cols}, tt.want)
 		})
 	}
+	// vec_x: rows of lda a whole number of 16-byte vectors, K of 8 halves.
+	odd := p
+	odd.LDA = kk + 4
+	oddFit := map[string]uint64{"w": fit["w"], "x": m * (kk + 4) * 2, "y": fit["y"]}
+	for _, tt := range []struct {
+		name string
+		p    GEMMParams
+		fit  map[string]uint64
+		vec  uint32
+		want string
+	}{
+		{"vec_x", p, fit, 1, ""},
+		{"vec_x with lda off 16 bytes", odd, oddFit, 1, "16-byte vectors"},
+		{"lda off 16 bytes without vec_x", odd, oddFit, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			checkExtent(t, "simd_gemm_small_q8_0", tt.p, tt.fit, map[string]uint32{"cols": 8, "vec_x": tt.vec}, tt.want)
+		})
+	}
 }
