@@ -3,11 +3,14 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 // batchPrompts are prompts of several lengths (one longer than a small
@@ -87,6 +90,63 @@ func TestBatchedDecodeEqualsAlone(t *testing.T) {
 					t.Fatalf("prompt %d: stop %s, %v", i, r.Stop, gens[i].Err())
 				}
 				sameOrNearTie(t, fmt.Sprintf("prompt %d", i), r.Tokens, alone.Tokens, logits, tc.tol)
+			}
+		})
+	}
+}
+
+// encodeLog is a backend that counts the steps it encodes of each program.
+type encodeLog struct {
+	Backend
+	steps map[device.Program]int
+}
+
+func (e *encodeLog) Encode(p device.Program, steps []plans.Step) {
+	e.steps[p] += len(steps)
+	e.Backend.Encode(p, steps)
+}
+
+// A lone sequence in a Batcher (a server with one request) steps through
+// the decode program, one row a Forward, not through a batch program (on
+// a GPU, GEMMs made for 2 to 8 rows at a fraction of the GEMVs' rate):
+// its tokens and every step's logits are plain decode's, bit for bit.
+func TestALoneBatchedSequenceIsPlainDecode(t *testing.T) {
+	for _, model := range []func(t testing.TB) string{
+		stories,
+		func(t testing.TB) string { return synthModel(t, "qwen3", dtype.Q4_0) },
+	} {
+		t.Run(filepath.Base(model(t)), func(t *testing.T) {
+			path := model(t)
+			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
+			defer log.Close()
+			m, err := Load(compile(t, path, "cpu-avx2:2"), Options{Model: path, Backend: log, Seqs: testSeqs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			p := m.Tokenizer.Tokenize(batchPrompts[0], true, false)
+			var got, want [][]float32
+			b := m.NewBatcher()
+			g, err := b.Add(bg, sess(t, m), p, GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Logits: stepLogits(&got)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Run(bg); err != nil {
+				t.Fatal(err)
+			}
+			// The first token comes with the prompt's rows; the other 19
+			// are one row each.
+			if n := log.steps[m.decode.h]; n != 19 {
+				t.Errorf("the decode program ran %d of the batched sequence's 19 decode steps", n)
+			}
+			alone := genNew(t, m, p, GenerateOptions{MaxTokens: 20, IgnoreEOS: true, Logits: stepLogits(&want)})
+			if !slices.Equal(g.Result().Tokens, alone.Tokens) || len(got) != len(want) {
+				t.Fatalf("batched alone %v (%d logits)\nplain %v (%d)", g.Result().Tokens, len(got), alone.Tokens, len(want))
+			}
+			for i := range got {
+				if !slices.Equal(got[i], want[i]) {
+					t.Fatalf("step %d: the batched sequence's logits differ from plain decode's", i)
+				}
 			}
 		})
 	}

@@ -106,6 +106,17 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 		// The rows of one replay: as many as the largest program holds,
 		// then fewer while their outputs exceed what it produces.
 		j := min(n, i+m.maxBatch)
+		if j-i == 1 && b.Out[i] && m.decode != nil {
+			// One row with its output (a server's lone sequence, a draft
+			// model catching up): the decode program's GEMVs, which a
+			// GPU runs at several times the rate of the batch programs'
+			// GEMMs of 2 to 8 rows, and plain decode's very logits.
+			if err := m.replayOne(b, i); err != nil {
+				return err
+			}
+			i = j
+			continue
+		}
 		prog := m.bucket(j - i)
 		for outsIn(b.Out[i:j]) > int(prog.p.Outputs()) {
 			j = i + max(1, (j-i)/2)
@@ -223,6 +234,33 @@ func (m *Model) replayRows(b *Batch, i, j int, prog *program) error {
 		m.kv.len[b.Seq[r]]++
 	}
 	return m.readOutputs(outs, m.io.argmax)
+}
+
+// replayOne runs row i of b through the decode program (token slot 0,
+// its argmax into slot 1, its logits into io.logits) and appends its
+// output.
+func (m *Model) replayOne(b *Batch, i int) error {
+	if err := m.writeToken(0, b.Tokens[i]); err != nil {
+		return fmt.Errorf("runtime: %s: writing the row: %w", m.decode.p.Name, err)
+	}
+	m.step[0] = plans.Step{Pos: uint32(b.Pos[i]), Batch: 1, Seq: uint32(b.Seq[i])}
+	if err := m.replay(m.decode); err != nil {
+		return err
+	}
+	m.kv.len[b.Seq[i]]++
+	st := m.stage[:4]
+	if err := m.be.Read(st, m.io.tokens, 4); err != nil {
+		return fmt.Errorf("runtime: reading the output: %w", err)
+	}
+	m.out.ids[m.out.n] = int32(u32At(st, 0))
+	if m.out.read {
+		dst := m.out.logits[m.out.n*m.vocab : (m.out.n+1)*m.vocab]
+		if err := m.be.Read(f32Bytes(dst), m.io.logits, 0); err != nil {
+			return fmt.Errorf("runtime: reading the logits: %w", err)
+		}
+	}
+	m.out.n++
+	return nil
 }
 
 // readOutputs appends the outs outputs of the last replay (their argmax in
