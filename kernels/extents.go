@@ -248,7 +248,25 @@ func extentRule(r *rule) {
 	}
 }
 
+// GEMVMaxNR is the most rows of W a GEMV's SIMD group takes: the GPU
+// bodies' accumulators are that wide (GEMV_MAX_NR, kernels/gpu/gemv_rows.h).
+const GEMVMaxNR = 8
+
+// gemvCounts bounds the GEMV constants that size a thread's arrays and a
+// threadgroup: nr rows a SIMD group (1 to GEMVMaxNR) and nsg SIMD groups
+// (1 to 32, 1024 threads). The launch check compares grids, not these, so
+// a plan could otherwise set them past what the bodies hold.
+func gemvCounts(r *rule) {
+	if v, ok := r.constant("nr"); ok && (v < 1 || v > GEMVMaxNR) {
+		r.fail("constant nr %d: a GEMV takes 1 to %d rows a SIMD group", v, GEMVMaxNR)
+	}
+	if v, ok := r.constant("nsg"); ok && (v < 1 || v > 32) {
+		r.fail("constant nsg %d: a threadgroup holds 1 to 32 SIMD groups", v)
+	}
+}
+
 func gemvRule(r *rule) {
+	gemvCounts(r)
 	n, k := r.pos1("n"), r.pos1("k")
 	if r.k.Variant&X16 != 0 && n%16 != 0 {
 		r.fail("n %d is not a multiple of 16 (repacked rows)", n)
@@ -608,6 +626,7 @@ func moeRouteRule(r *rule) {
 // of n_slots outputs that do not overlap. With vec_x the GPU kernels load
 // x in 16-byte vectors, so its strides keep a slot's start aligned.
 func gemvIDRule(r *rule) {
+	gemvCounts(r)
 	n, k, ns, ne := r.pos1("n"), r.pos1("k"), r.pos1("n_slots"), r.pos1("n_expert")
 	rows, xs, xsl, ys := r.u("n_rows"), r.u("x_stride"), r.u("x_slot"), r.u("y_stride")
 	es := r.actSize()

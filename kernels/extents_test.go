@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,4 +338,26 @@ func TestSmallGEMMExtents(t *testing.T) {
 			checkExtent(t, "simd_gemm_small_q8_0", tt.p, tt.fit, map[string]uint32{"cols": 8, "vec_x": tt.vec}, tt.want)
 		})
 	}
+}
+
+// A GEMV's rows a SIMD group (nr) size its accumulators and its SIMD
+// groups (nsg) its threadgroup: a plan setting them outside 1–8 and 1–32
+// is refused, for the GEMVs and the MoE's expert GEMVs.
+func TestGEMVCountExtents(t *testing.T) {
+	const n, kk = 64, 256
+	p := GEMVParams{N: n, K: kk}
+	fit := map[string]uint64{"w": n * kk / 32 * 18, "x": 2 * kk, "y": 2 * n}
+	for _, tt := range []struct {
+		nr, nsg uint32
+		want    string
+	}{{4, 2, ""}, {GEMVMaxNR, 32, ""}, {1, 1, ""}, {0, 2, "constant nr 0"}, {GEMVMaxNR + 1, 2, "constant nr 9"},
+		{4, 0, "constant nsg 0"}, {4, 33, "constant nsg 33"}} {
+		t.Run(fmt.Sprintf("nr %d nsg %d", tt.nr, tt.nsg), func(t *testing.T) {
+			checkExtent(t, "gemv_q4_0", p, fit, map[string]uint32{"nr": tt.nr, "nsg": tt.nsg}, tt.want)
+		})
+	}
+	id := GEMVIDParams{N: n, K: kk, NSlots: 1, NExpert: 1, NRows: 1, XStride: kk, XSlot: kk, YStride: n}
+	idFit := map[string]uint64{"w": n * kk / 32 * 18, "x": 2 * kk, "ids": 4, "y": 2 * n}
+	checkExtent(t, "gemv_id_q4_0", id, idFit, map[string]uint32{"nr": 4, "nsg": 2}, "")
+	checkExtent(t, "gemv_id_q4_0", id, idFit, map[string]uint32{"nr": 16, "nsg": 2}, "constant nr 16")
 }

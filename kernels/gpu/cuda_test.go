@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -253,5 +254,18 @@ func TestBoundsConditionNamesConstants(t *testing.T) {
 	}
 	if err := constantExpr(k, "preload || rows < 8"); err == nil {
 		t.Error("a condition naming rows, not a constant, was accepted")
+	}
+}
+
+// The extent rules bound a GEMV's nr by kernels.GEMVMaxNR: the width of
+// the bodies' accumulators, which gemv_rows.h defines.
+func TestGEMVMaxNRIsTheBodies(t *testing.T) {
+	src, err := sources.ReadFile("gemv_rows.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^#define GEMV_MAX_NR (\d+)$`).FindSubmatch(src)
+	if m == nil || string(m[1]) != strconv.Itoa(kernels.GEMVMaxNR) {
+		t.Fatalf("gemv_rows.h defines GEMV_MAX_NR as %q; kernels.GEMVMaxNR is %d", m, kernels.GEMVMaxNR)
 	}
 }
