@@ -189,17 +189,25 @@ x16stored:
 // lanes. X16ROW, X16ROWN and X16STORE serve it unchanged.
 
 // Q8PREFETCH and Q8EARLY are X16PREFETCH and X16EARLY over a 544-byte
-// block (nine lines).
+// block (nine lines), but Q8PREFETCH asks for L2 (T2), not L1: a T0 hint
+// 8 KiB ahead holds an L1 fill buffer for a whole DRAM trip, and the
+// 8-row passes of a verify pass, whose arithmetic per line is 8 rows',
+// then wait on their loads. On the Zen 4 dev box (2 threads, alternating,
+// 4 rounds) BenchmarkGEMVX16Cold's q8_0 m8 went from 23.5–25.4 to
+// 27.6–31.4 GB/s and a Forward of 8 rows of the Qwen3-0.6B-shape Q8_0
+// from 23.7–25.4 to 22.5–23.1 ms (one row 19.7–20.5); pp512 within its
+// spread. The q4_0 kernel's 8-row passes, whose nibble unpacking makes
+// them arithmetic-bound (21 GB/s either way), keep T0.
 #define Q8PREFETCH \
-	PREFETCHT0 PFD(SI); \
-	PREFETCHT0 PFD+64(SI); \
-	PREFETCHT0 PFD+128(SI); \
-	PREFETCHT0 PFD+192(SI); \
-	PREFETCHT0 PFD+256(SI); \
-	PREFETCHT0 PFD+320(SI); \
-	PREFETCHT0 PFD+384(SI); \
-	PREFETCHT0 PFD+448(SI); \
-	PREFETCHT0 PFD+512(SI)
+	PREFETCHT2 PFD+0(SI); \
+	PREFETCHT2 PFD+64(SI); \
+	PREFETCHT2 PFD+128(SI); \
+	PREFETCHT2 PFD+192(SI); \
+	PREFETCHT2 PFD+256(SI); \
+	PREFETCHT2 PFD+320(SI); \
+	PREFETCHT2 PFD+384(SI); \
+	PREFETCHT2 PFD+448(SI); \
+	PREFETCHT2 PFD+512(SI)
 
 #define Q8EARLY \
 	CMPQ early+56(FP), $0; \
