@@ -114,6 +114,24 @@ inline void simd_gemm(device const uchar* w,
 
 #define SMALL_M 8
 
+// small_dot16 is Σ wc[i]·x[16c + i], i in order, over chunk c of row x:
+// loaded in two vectors where the chunk is whole (inside K, vec_x), else
+// element by element, elements past k left out.
+inline float small_dot16(device const half* x, uint c, uint k, bool whole, thread const float* wc) {
+    float s = 0.0f;
+    if (whole) {
+        float xc[16];
+        unpack16(x + 16 * c, xc);
+        UNROLL for (uint i = 0; i < 16; i++) s += wc[i] * xc[i];
+        return s;
+    }
+    for (uint i = 0; i < 16; i++) {
+        uint e = 16 * c + i;
+        if (e < k) s += wc[i] * float(x[e]);
+    }
+    return s;
+}
+
 template <int T>
 inline void simd_gemm_small(device const uchar* w,
                             device const half* x,
@@ -143,29 +161,11 @@ inline void simd_gemm_small(device const uchar* w,
         // whole and aligned (vec_x: rows 16-byte aligned, K a multiple of 8).
         bool whole = vec_x && 16 * c + 16 <= p.k;
         UNROLL for (uint f = 0; f < 8; f++) {
-            if (f < nf) {
-                float wc[16];
-                dequant16<T>(w + ulong(n0 + f) * rb, c, p.k, wc);
-                UNROLL for (uint r = 0; r < SMALL_M; r++) {
-                    if (r < m) {
-                        device const half* xr = x + ulong(r) * p.lda + 16 * c;
-                        float s = 0.0f;
-                        if (whole) {
-                            uint4 lo = ((device const uint4*)xr)[0], hi = ((device const uint4*)xr)[1];
-                            uint u[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-                            UNROLL for (uint i = 0; i < 8; i++) {
-                                s += wc[2 * i] * float(as_type<half>(ushort(u[i] & 0xFFFFu)));
-                                s += wc[2 * i + 1] * float(as_type<half>(ushort(u[i] >> 16)));
-                            }
-                        } else {
-                            for (uint i = 0; i < 16; i++) {
-                                uint e = 16 * c + i;
-                                if (e < p.k) s += wc[i] * float(xr[i]);
-                            }
-                        }
-                        acc[r][f] += s;
-                    }
-                }
+            if (f >= nf) continue;
+            float wc[16];
+            dequant16<T>(w + ulong(n0 + f) * rb, c, p.k, wc);
+            UNROLL for (uint r = 0; r < SMALL_M; r++) {
+                if (r < m) acc[r][f] += small_dot16(x + ulong(r) * p.lda, c, p.k, whole, wc);
             }
         }
     }

@@ -12,18 +12,6 @@
 
 // load_x16 loads chunk c of x (silu(gate)·up with S) as float; elements at
 // or beyond k are 0.
-// unpack16 reads 16 halves from x, 16-byte aligned, as two 16-byte loads.
-inline float h_lo(uint u) { return float(as_type<half>(ushort(u & 0xFFFFu))); }
-inline float h_hi(uint u) { return float(as_type<half>(ushort(u >> 16))); }
-inline void unpack16(device const half* x, thread float* xc) {
-    device const uint4* v = (device const uint4*)x;
-    uint4 a = v[0], b = v[1];
-    xc[0] = h_lo(a.x); xc[1] = h_hi(a.x); xc[2] = h_lo(a.y); xc[3] = h_hi(a.y);
-    xc[4] = h_lo(a.z); xc[5] = h_hi(a.z); xc[6] = h_lo(a.w); xc[7] = h_hi(a.w);
-    xc[8] = h_lo(b.x); xc[9] = h_hi(b.x); xc[10] = h_lo(b.y); xc[11] = h_hi(b.y);
-    xc[12] = h_lo(b.z); xc[13] = h_hi(b.z); xc[14] = h_lo(b.w); xc[15] = h_hi(b.w);
-}
-
 template <bool S>
 inline void load_x16(device const half* x, device const half* up, uint c, uint k, thread float* xc) {
     if (vec_x) { // the compiler bound x (and up) 16-byte aligned, and k % 16 == 0

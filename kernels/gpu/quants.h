@@ -55,6 +55,20 @@ inline uint ld_u32(device const uchar* p) {
 }
 inline float bf16_to_float(ushort b) { return as_type<float>(uint(b) << 16); }
 
+// h_lo and h_hi are the halves in the low and high 16 bits of u; unpack16
+// reads 16 halves from x, 16-byte aligned, as two 16-byte loads (the
+// GEMVs' x, the small GEMM's rows of X).
+inline float h_lo(uint u) { return float(as_type<half>(ushort(u & 0xFFFFu))); }
+inline float h_hi(uint u) { return float(as_type<half>(ushort(u >> 16))); }
+inline void unpack16(device const half* x, thread float* xc) {
+    device const uint4* v = (device const uint4*)x;
+    uint4 a = v[0], b = v[1];
+    xc[0] = h_lo(a.x); xc[1] = h_hi(a.x); xc[2] = h_lo(a.y); xc[3] = h_hi(a.y);
+    xc[4] = h_lo(a.z); xc[5] = h_hi(a.z); xc[6] = h_lo(a.w); xc[7] = h_hi(a.w);
+    xc[8] = h_lo(b.x); xc[9] = h_hi(b.x); xc[10] = h_lo(b.y); xc[11] = h_hi(b.y);
+    xc[12] = h_lo(b.z); xc[13] = h_hi(b.z); xc[14] = h_lo(b.w); xc[15] = h_hi(b.w);
+}
+
 // The K-quants' 6-bit scale and min of sub-block j (0..7) of the 12 packed
 // bytes q (docs/formats.md#q4_k).
 inline void scale_min_k4(uint j, device const uchar* q, thread float& sc, thread float& mn) {
