@@ -199,19 +199,22 @@ x16stored:
 // spread. The q4_0 kernel's 8-row passes, whose nibble unpacking makes
 // them arithmetic-bound (21 GB/s either way), keep T0.
 #define Q8PREFETCH \
-	PREFETCHT2 PFD+0(SI); \
-	PREFETCHT2 PFD+64(SI); \
-	PREFETCHT2 PFD+128(SI); \
-	PREFETCHT2 PFD+192(SI); \
-	PREFETCHT2 PFD+256(SI); \
-	PREFETCHT2 PFD+320(SI); \
-	PREFETCHT2 PFD+384(SI); \
-	PREFETCHT2 PFD+448(SI); \
-	PREFETCHT2 PFD+512(SI)
+	CMPQ early+56(FP), $0; \
+	JNE  q8asked; \
+	Q8L2; \
+q8asked:
 
+// Q8EARLY: where early is set, every pass asks at its block's start (and
+// Q8PREFETCH then asks nothing: the same lines twice cost nine
+// instructions a block).
 #define Q8EARLY \
 	CMPQ early+56(FP), $0; \
 	JEQ  x16late; \
+	Q8L2; \
+x16late:
+
+// Q8L2 asks L2 for the nine lines of the block PFD bytes ahead.
+#define Q8L2 \
 	PREFETCHT2 PFD(SI); \
 	PREFETCHT2 PFD+64(SI); \
 	PREFETCHT2 PFD+128(SI); \
@@ -220,8 +223,7 @@ x16stored:
 	PREFETCHT2 PFD+320(SI); \
 	PREFETCHT2 PFD+384(SI); \
 	PREFETCHT2 PFD+448(SI); \
-	PREFETCHT2 PFD+512(SI); \
-x16late:
+	PREFETCHT2 PFD+512(SI)
 
 // func q8x16VNNI(w unsafe.Pointer, nb, ng int, a unsafe.Pointer, mc int, y unsafe.Pointer, ldy int, early int)
 //
