@@ -248,10 +248,7 @@ func TestGEMVRowsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		{3072, 1024, 2, 1536, 2},
 		{1024, 1024, 8, 256, 4}, // a floor above the dtype's rows halves nothing
 	} {
-		l, err := k.Geometry(Shape{N: tc.n, K: 2048}, chips.Tuning{GEMVMinGroups: tc.min, GEMVMinRows: tc.minRows})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := geometryUnder(t, k, Shape{N: tc.n, K: 2048}, tc.min, tc.minRows)
 		nr := constValue(l, "nr")
 		if l.Grid[0] != tc.grid || nr != tc.nr || l.TGMem != 16*tc.nr {
 			t.Errorf("N %d, minimum %d, rows ≥ %d: grid %d, nr %d, tg_mem %d; want %d, %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], nr, l.TGMem, tc.grid, tc.nr, 16*tc.nr)
@@ -278,10 +275,7 @@ func TestSmallGEMMColsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 		{1024, 64, 0, 64, 4},
 		{100000, 1024, 2, 3125, 8}, // enough already
 	} {
-		l, err := k.Geometry(Shape{Tokens: 8, N: tc.n, K: 1024}, chips.Tuning{GEMVMinGroups: tc.min, GEMVMinRows: tc.minRows})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := geometryUnder(t, k, Shape{Tokens: 8, N: tc.n, K: 1024}, tc.min, tc.minRows)
 		cols := constValue(l, "cols")
 		if l.Grid[0] != tc.grid || cols != tc.cols {
 			t.Errorf("N %d, minimum %d, floor %d: grid %d, cols %d; want %d, %d", tc.n, tc.min, tc.minRows, l.Grid[0], cols, tc.grid, tc.cols)
@@ -295,6 +289,17 @@ func TestSmallGEMMColsHalveBelowTheMinimumThreadgroups(t *testing.T) {
 	if err != nil || l.Grid[0] != 32 || len(l.Constants) != 1 {
 		t.Errorf("the CPU's small GEMM: %+v, %v; want 32 threadgroups and has_bias alone", l, err)
 	}
+}
+
+// geometryUnder is k's launch for s under the GEMVs' halving rule's two
+// tuning fields.
+func geometryUnder(t *testing.T, k *Kernel, s Shape, minGroups, minRows int) Launch {
+	t.Helper()
+	l, err := k.Geometry(s, chips.Tuning{GEMVMinGroups: minGroups, GEMVMinRows: minRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // constValue is the value of l's constant name, -1 where it has none.
