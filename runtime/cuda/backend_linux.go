@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,8 +37,10 @@ const (
 	// at most two: one chain running while the host reads the last).
 	generations = 3
 	maxArgs     = 16
-	// maxGraphs bounds the graphs a program keeps (one per step slot and
-	// generation); past it, chains launch from the host.
+	// maxGraphs bounds the graphs a program keeps (one per step slot,
+	// generation and KV sequence slot); past it, the graphs of other
+	// sequence slots go, and where that is not enough chains launch from
+	// the host.
 	maxGraphs = 3 * 512
 	// captureRelaxed is CU_STREAM_CAPTURE_MODE_RELAXED.
 	captureRelaxed = 2
@@ -105,7 +108,20 @@ type Options struct {
 	// the decode graph as it runs (the output is wrong; ADR 0029).
 	// AKUNU_CUDA_SKIP=REGEXP sets it.
 	Skip *regexp.Regexp
+	// DecodeRows is the most rows of distinct sequences (batched decode in
+	// a server) the runtime replays as that many decode steps rather than
+	// one batch program (runtime's decodeRows interface; ADR 0032): 0 is
+	// DefaultDecodeRows, and 1 only a lone row. AKUNU_CUDA_DECODE_ROWS=N
+	// sets it.
+	DecodeRows int
 }
+
+// DefaultDecodeRows: up to this many sequences' next tokens, a decode
+// step each beat one batch program of their rows on an H100 (ADR 0032:
+// 2–6 sequences on every shape measured, 8 on the 1B and 8B shapes; the
+// 0.6B's batch program of 8 is 9% faster). More sequences are one batch
+// program of their rows (16 and up: the tiled GEMM).
+const DefaultDecodeRows = 8
 
 // launchConfig is the driver's CUlaunchConfig, launchAttr its
 // CUlaunchAttribute (an id, padding, a 64-byte value union).
@@ -172,6 +188,16 @@ func New(opt Options) (*Backend, error) {
 	if os.Getenv("AKUNU_CUDA_PDL") == "0" {
 		opt.NoPDL = true
 	}
+	if v := os.Getenv("AKUNU_CUDA_DECODE_ROWS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("cuda: AKUNU_CUDA_DECODE_ROWS=%q: a count of rows, 1 or more", v)
+		}
+		opt.DecodeRows = n
+	}
+	if opt.DecodeRows == 0 {
+		opt.DecodeRows = DefaultDecodeRows
+	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
 	if os.Getenv("AKUNU_CUDA_PROFILE") == "1" {
 		b.prof = &profiler{byName: map[string]*profStat{}}
@@ -236,6 +262,10 @@ func (b *Backend) enter() func() {
 
 // Name is "cuda".
 func (b *Backend) Name() string { return "cuda" }
+
+// DecodeRows is how many sequences' next tokens the runtime replays as
+// decode steps, one a row (Options.DecodeRows).
+func (b *Backend) DecodeRows() int { return b.opt.DecodeRows }
 
 // Device describes the GPU.
 func (b *Backend) Device() Device { return b.dev }
@@ -769,15 +799,21 @@ type program struct {
 	hostP  unsafe.Pointer
 }
 
-// graphKey names a captured step: its index in the chain and the
-// parameter generation its launches point into.
-type graphKey struct{ step, gen int }
+// graphKey names a captured step: its index in the chain, the parameter
+// generation its launches point into, and a hash of its binding patches'
+// values (sigHash: the KV sequence slot), so that sequences that take
+// turns (a server's batched decode, a step each) keep a graph each
+// rather than capturing one again at every turn (about 2 ms).
+type graphKey struct {
+	step, gen int
+	sig       uint64
+}
 
 // graph is a captured step: every launch of one step, one graph launch.
 // Its kernels' arguments are fixed at capture; the parameters they point
 // to are uploaded before each chain. sig holds the binding patches'
-// values (the KV sequence slot) it was captured with: a step whose values
-// differ is captured again.
+// values it was captured with: a step whose values differ (a hash
+// collision) is captured again.
 type graph struct {
 	exec uintptr
 	sig  []uint64
@@ -1131,19 +1167,23 @@ func (b *Backend) launchStep(p *program, step plans.Step, s, at int) error {
 
 // launchGraph launches the chain as one graph per step: step s of
 // generation gen's graph launches every command with its parameters in
-// step slot s. A step without a graph, or whose binding patches' values
-// differ from its graph's, is captured first, for every generation at
-// once, so that the first chain of a length pays the captures and later
-// chains of any length up to it none. Past the graphs a program keeps,
-// the remaining steps launch from the host.
+// step slot s. A step without a graph for its binding patches' values
+// (graphKey) is captured first, for every generation at once, so that the
+// first chain of a length pays the captures and later chains of any
+// length up to it none. Past the graphs a program keeps, those of other
+// binding values go first, then the remaining steps launch from the host.
 func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int) {
 	if p.graphs == nil {
 		p.graphs = map[graphKey]*graph{}
 	}
 	for s := range steps {
-		gr := p.graphs[graphKey{step: s, gen: gen}]
+		h := p.sigHash(steps[s])
+		gr := p.graphs[graphKey{step: s, gen: gen, sig: h}]
 		if gr == nil || !gr.matches(p, steps[s]) {
-			if len(p.graphs)+generations > maxGraphs {
+			if gr == nil && len(p.graphs)+generations > maxGraphs {
+				p.dropGraphs(b, h)
+			}
+			if gr == nil && len(p.graphs)+generations > maxGraphs {
 				// as many graphs as a program keeps: the rest from the host
 				for t := s; t < len(steps); t++ {
 					if err := b.launchStep(p, steps[t], t, base+t*p.stride); err != nil {
@@ -1154,7 +1194,7 @@ func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int)
 				return
 			}
 			for g := range generations {
-				k := graphKey{step: s, gen: g}
+				k := graphKey{step: s, gen: g, sig: h}
 				og := p.graphs[k]
 				if og == nil {
 					og = &graph{}
@@ -1168,12 +1208,41 @@ func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int)
 					}
 				}
 			}
-			gr = p.graphs[graphKey{step: s, gen: gen}]
+			gr = p.graphs[graphKey{step: s, gen: gen, sig: h}]
 		}
 		b.args[0], b.args[1] = gr.exec, b.strm
 		if r := b.callArgs(b.d.cuGraphLaunch, 2); r != 0 {
 			b.fail(b.d.err("cuGraphLaunch", r))
 			return
+		}
+	}
+}
+
+// sigHash is the FNV-1a hash of step's binding patches' values.
+func (p *program) sigHash(step plans.Step) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range p.cmds {
+		for k := range c.patches {
+			if pt := &c.patches[k]; pt.Binding {
+				v := pt.Value(step)
+				for i := 0; i < 64; i += 8 {
+					h = (h ^ (v >> i & 0xff)) * 1099511628211
+				}
+			}
+		}
+	}
+	return h
+}
+
+// dropGraphs destroys the graphs captured for binding values other than
+// those hashing to keep (other sequence slots').
+func (p *program) dropGraphs(b *Backend, keep uint64) {
+	for k, gr := range p.graphs {
+		if k.sig != keep {
+			if gr.exec != 0 {
+				b.d.call(b.d.cuGraphExecDestroy, gr.exec)
+			}
+			delete(p.graphs, k)
 		}
 	}
 }
