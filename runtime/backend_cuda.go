@@ -10,6 +10,9 @@ import (
 // The CUDA backend is a Backend as it is: no adapter, no downcast.
 var _ Backend = (*cuda.Backend)(nil)
 
+// It replays a few sequences' rows as decode steps (cuda.Options.DecodeRows).
+var _ decodeRows = (*cuda.Backend)(nil)
+
 // NewCUDA is the CUDA backend (runtime/cuda) on GPU o.Device; the error
 // wraps cuda.ErrUnavailable where no driver or GPU is found.
 func NewCUDA(o cuda.Options) (Backend, error) {

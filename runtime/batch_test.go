@@ -152,6 +152,69 @@ func TestALoneBatchedSequenceIsPlainDecode(t *testing.T) {
 	}
 }
 
+// decodeRowsLog is an encodeLog that asks for up to rows sequences' rows
+// as decode steps, as the CUDA backend does.
+type decodeRowsLog struct {
+	*encodeLog
+	rows int
+}
+
+func (d decodeRowsLog) DecodeRows() int { return d.rows }
+
+// Where the backend asks for it (a GPU), the next tokens of up to
+// DecodeRows sequences are that many decode steps, not one batch program;
+// past it they are one batch program. Either way each sequence's tokens
+// and every step's logits are what it gives alone.
+func TestFewSequencesStepAsDecode(t *testing.T) {
+	path := synthModel(t, "qwen3", dtype.Q4_0)
+	plan := compile(t, path, "cpu-avx2:2")
+	const seqs, tokens = 3, 12
+	for _, tc := range []struct {
+		rows, decodeSteps int
+	}{
+		{rows: 4, decodeSteps: seqs * (tokens - 1)}, // every step after the prompts'
+		{rows: 2, decodeSteps: 0},                   // three rows are one batch program
+	} {
+		t.Run(fmt.Sprintf("rows=%d", tc.rows), func(t *testing.T) {
+			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
+			defer log.Close()
+			m, err := Load(plan, Options{Model: path, Backend: decodeRowsLog{log, tc.rows}, Seqs: testSeqs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			b := m.NewBatcher()
+			gens := make([]*Gen, seqs)
+			got := make([][][]float32, seqs)
+			for i := range gens {
+				p := m.Tokenizer.Tokenize(batchPrompts[i], true, false)
+				if gens[i], err = b.Add(bg, sess(t, m), p, GenerateOptions{MaxTokens: tokens, IgnoreEOS: true, Logits: stepLogits(&got[i])}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Run(bg); err != nil {
+				t.Fatal(err)
+			}
+			if n := log.steps[m.decode.h]; n != tc.decodeSteps {
+				t.Errorf("the decode program ran %d steps; want %d", n, tc.decodeSteps)
+			}
+			togetherIsAlone(t, m)
+			for i, g := range gens {
+				var want [][]float32
+				alone := genNew(t, m, m.Tokenizer.Tokenize(batchPrompts[i], true, false), GenerateOptions{MaxTokens: tokens, IgnoreEOS: true, Logits: stepLogits(&want)})
+				if !slices.Equal(g.Result().Tokens, alone.Tokens) || len(got[i]) != len(want) {
+					t.Fatalf("sequence %d: batched %v (%d logits)\nalone %v (%d)", i, g.Result().Tokens, len(got[i]), alone.Tokens, len(want))
+				}
+				for k := range want {
+					if !slices.Equal(got[i][k], want[k]) {
+						t.Fatalf("sequence %d, step %d: the logits differ from its plain decode's", i, k)
+					}
+				}
+			}
+		})
+	}
+}
+
 // A Batcher admits generations at any step (continuous batching): one
 // that joins while others decode, and one sampled with its own seed, each
 // give what they give alone.

@@ -343,3 +343,71 @@ func TestCUDAMoEMatchesTheCPUAndLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// A few sequences decoding together on CUDA step as decode steps, a
+// sequence at a time (cuda.Options.DecodeRows), each through graphs
+// captured for its own KV slot: each sequence's tokens and every step's
+// logits are what the same rows give it alone, bit for bit (the same
+// decode program; a graph of another sequence's slot would read another
+// cache), and once every sequence's graphs exist a step allocates
+// nothing.
+func TestCUDAFewSequencesStepAsDecode(t *testing.T) {
+	be := cudaBackend(t)
+	if be.DecodeRows() < 3 {
+		t.Fatalf("the CUDA backend replays %d sequences' rows as decode steps; the test wants 3", be.DecodeRows())
+	}
+	path := synthModel(t, "qwen3", dtype.Q4_0)
+	m := loadOnCUDA(t, be, compile(t, path, "h100-sxm"), path)
+	togetherIsAlone(t, m)
+	batchedStepAllocs(t, m)
+}
+
+// togetherIsAlone holds the decode rows of 3 sequences in one Forward to
+// the same rows of each sequence alone, logits bit for bit, 10 greedy
+// steps.
+func togetherIsAlone(t *testing.T, m *Model) {
+	const seqs, steps = 3, 10
+	type row struct{ seq, pos, tok int32 }
+	start := make([]row, seqs)
+	for i := range start {
+		s := sess(t, m)
+		gen(t, s, m.Tokenizer.Tokenize(batchPrompts[i], true, false), GenerateOptions{MaxTokens: 1})
+		h := s.History()
+		start[i] = row{int32(s.Seq()), int32(len(h) - 1), h[len(h)-1]}
+	}
+	// decode feeds rows of the given sequences (indexes into start) for
+	// steps steps, greedy, and returns each sequence's logits by step.
+	decode := func(idx ...int) [][][]float32 {
+		cur := make([]row, len(idx))
+		for k, i := range idx {
+			cur[k] = start[i]
+			m.Rewind(int(cur[k].seq), int(cur[k].pos))
+		}
+		out := make([][][]float32, len(idx))
+		var b Batch
+		for range steps {
+			b.Reset()
+			for _, r := range cur {
+				b.Add(r.tok, r.pos, r.seq, true)
+			}
+			b.ReadLogits = true
+			if err := m.Forward(bg, &b); err != nil {
+				t.Fatal(err)
+			}
+			for k := range cur {
+				out[k] = append(out[k], slices.Clone(m.OutputLogits(k)))
+				cur[k].tok, cur[k].pos = m.OutputToken(k), cur[k].pos+1
+			}
+		}
+		return out
+	}
+	together := decode(0, 1, 2)
+	for i := range seqs {
+		alone := decode(i)[0]
+		for k := range alone {
+			if !slices.Equal(together[i][k], alone[k]) {
+				t.Fatalf("sequence %d, step %d: its logits beside others differ from its logits alone", i, k)
+			}
+		}
+	}
+}

@@ -106,13 +106,16 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 		// The rows of one replay: as many as the largest program holds,
 		// then fewer while their outputs exceed what it produces.
 		j := min(n, i+m.maxBatch)
-		if j-i == 1 && b.Out[i] && m.decode != nil {
+		if m.asDecode(b, i, j) {
 			// One row with its output (a server's lone sequence, a draft
-			// model catching up): the decode program's GEMVs, which a
-			// GPU runs at several times the rate of the batch programs'
-			// GEMMs of 2 to 8 rows, and plain decode's very logits.
-			if err := m.replayOne(b, i); err != nil {
-				return err
+			// model catching up), or on a GPU a few sequences' next
+			// tokens: the decode program's GEMVs, which a GPU runs at
+			// several times the rate of the batch programs' GEMMs of 2
+			// to 8 rows, and plain decode's very logits.
+			for r := i; r < j; r++ {
+				if err := m.replayOne(b, r); err != nil {
+					return err
+				}
 			}
 			i = j
 			continue
@@ -163,6 +166,27 @@ func (m *Model) checkRows(b *Batch) error {
 		return fmt.Errorf("runtime: a batch asks for %d outputs; a Forward gives at most %d (split it)", outs, m.out.max)
 	}
 	return nil
+}
+
+// asDecode reports whether rows [i, j) of b run as decode steps: at most
+// decodeRows of them, each with its output and each its own sequence's
+// (rows of one sequence, a prompt or a verify pass, read the weights once
+// in a batch program).
+func (m *Model) asDecode(b *Batch, i, j int) bool {
+	if m.decode == nil || j-i > m.decodeRows {
+		return false
+	}
+	for r := i; r < j; r++ {
+		if !b.Out[r] {
+			return false
+		}
+		for q := i; q < r; q++ {
+			if b.Seq[q] == b.Seq[r] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func outsIn(out []bool) int {

@@ -85,6 +85,9 @@ type Model struct {
 	progs    []device.Program
 	vocab    int
 	maxBatch int // the largest batch program's rows
+	// decodeRows is the most rows of distinct sequences a Forward replays
+	// as decode steps (the backend's DecodeRows; 1: a lone row only).
+	decodeRows int
 
 	// grammarVocab is the tokens' bytes as a grammar matches them, built
 	// on the first constrained generation (constrain.go).
@@ -213,7 +216,10 @@ func New(p *plans.Plan, o Options) (*Model, error) {
 		mp.Close()
 		return nil, fmt.Errorf("runtime: %s: %w", o.Model, err)
 	}
-	m := &Model{Plan: p, ModelPath: o.Model, WeightCheck: note, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab)}
+	m := &Model{Plan: p, ModelPath: o.Model, WeightCheck: note, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab), decodeRows: 1}
+	if d, ok := o.Backend.(decodeRows); ok {
+		m.decodeRows = max(1, d.DecodeRows())
+	}
 	if m.be == nil {
 		m.be, m.ownsBE = NewCPU(o.Threads), true
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 )
 
 func storiesModel(t testing.TB) *Model {
@@ -233,7 +234,24 @@ func TestDecodeStepDoesNotAllocate(t *testing.T) {
 // A decode step of several sequences (one row each, every row out, logits
 // read) through Forward allocates nothing either.
 func TestBatchedDecodeStepDoesNotAllocate(t *testing.T) {
-	m := storiesModel(t)
+	t.Run("batch", func(t *testing.T) { batchedStepAllocs(t, storiesModel(t)) })
+	t.Run("as-decode", func(t *testing.T) { // the 4 sequences as 4 decode steps (a GPU's way)
+		model := stories(t)
+		log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
+		defer log.Close()
+		m, err := Load(compile(t, model, "cpu-avx2:2"), Options{Model: model, Backend: decodeRowsLog{log, 4}, Seqs: testSeqs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		batchedStepAllocs(t, m)
+		if log.steps[m.decode.h] == 0 {
+			t.Fatal("the 4 sequences' steps did not run as decode steps")
+		}
+	})
+}
+
+func batchedStepAllocs(t *testing.T, m *Model) {
 	var ss []*Session
 	for range 4 {
 		s := sess(t, m)

@@ -21,6 +21,7 @@ type Options struct {
 	CacheDir        string
 	SyncEachCommand bool
 	NoGraphs        bool
+	DecodeRows      int
 }
 
 // Device describes the GPU.
@@ -42,6 +43,7 @@ func New(Options) (*Backend, error) {
 }
 
 func (*Backend) Name() string                           { return "cuda" }
+func (*Backend) DecodeRows() int                        { return 1 }
 func (*Backend) Device() Device                         { return Device{} }
 func (*Backend) Uploaded() (int64, time.Duration)       { return 0, 0 }
 func (*Backend) Alloc(int) (device.Buffer, error)       { return device.Buffer{}, ErrUnavailable }
