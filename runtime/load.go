@@ -77,6 +77,9 @@ type Model struct {
 	// WeightCheck says what the load checked of the weights, or why it
 	// checked nothing (a plan older than weight sums): one line.
 	WeightCheck string
+	// FreedWeights is the bytes of weights freed once loaded because no
+	// command reads them, only the buffers derived from them.
+	FreedWeights int64
 
 	be       Backend
 	ownsBE   bool
@@ -241,7 +244,35 @@ func (m *Model) init(seqs int, progress func(string, int64, int64)) error {
 	if err := m.allocate(progress); err != nil {
 		return err
 	}
+	m.freeSourceOnly()
 	return m.bindAll()
+}
+
+// freeSourceOnly frees the weights no command binds: read only to build
+// the buffers derived from them (a GPU plan's concatenated q|k|v and
+// gate|up rows and planar layouts), they would hold a GPU's memory for
+// nothing (on CUDA the 8B shape's q, k, v, gate and up weights, 2.6 GB
+// of its 4.7). On the CPU, whose weights are the mapped file's pages,
+// it frees only the wrappers.
+func (m *Model) freeSourceOnly() {
+	bound := make([]bool, len(m.Plan.Buffers))
+	for _, pr := range m.Plan.Programs {
+		for _, c := range pr.Commands {
+			for _, b := range c.Bindings {
+				if int(b.Buffer) < len(bound) {
+					bound[b.Buffer] = true
+				}
+			}
+		}
+	}
+	for i := range m.Plan.Buffers {
+		b := &m.Plan.Buffers[i]
+		if b.Kind == plans.BufWeight && !bound[i] && m.bufs[i].Valid() {
+			m.be.Free(m.bufs[i])
+			m.bufs[i] = device.Buffer{}
+			m.FreedWeights += int64(b.Size)
+		}
+	}
 }
 
 // Backend is the backend the model runs on.

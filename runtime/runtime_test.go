@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/device"
 )
@@ -327,5 +328,72 @@ func TestRewindContinuesFromAPrefix(t *testing.T) {
 	}
 	if !slices.Equal(got.Tokens, fresh.Tokens) {
 		t.Errorf("after Rewind: %v, fresh: %v", got.Tokens, fresh.Tokens)
+	}
+}
+
+// freeLog is a backend that counts the buffers freed, or (keep) frees
+// none.
+type freeLog struct {
+	Backend
+	freed int
+	keep  bool
+}
+
+func (f *freeLog) Free(b device.Buffer) {
+	f.freed++
+	if !f.keep {
+		f.Backend.Free(b)
+	}
+}
+
+// A GPU plan's weights that no command reads (the sources of its
+// concatenated q|k|v and gate|up rows and of its planar layouts) are freed
+// at load, once what is derived from them is built; the rest stay, and the
+// model decodes exactly as with every weight kept.
+func TestWeightsReadOnlyToDeriveAreFreed(t *testing.T) {
+	model := synthModel(t, "llama", dtype.Q4_0)
+	plan := compile(t, model, "h100-sxm")
+	run := func(keep bool) (*Model, *freeLog, []stepLog) {
+		log := &freeLog{Backend: NewCPU(2), keep: keep}
+		t.Cleanup(log.Close)
+		m, err := Load(plan, Options{Model: model, Backend: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m, log, ours(t, m, m.Tokenizer.Tokenize(cudaLongPrompt, true, false), 6)
+	}
+	m, log, got := run(false)
+	bound := map[uint32]bool{}
+	for _, pr := range m.Plan.Programs {
+		for _, c := range pr.Commands {
+			for _, b := range c.Bindings {
+				bound[b.Buffer] = true
+			}
+		}
+	}
+	var want int64
+	n := 0
+	for i, b := range m.Plan.Buffers {
+		if b.Kind == plans.BufWeight && !bound[uint32(i)] {
+			want += int64(b.Size)
+			n++
+			if _, err := m.ReadBuffer(i); err == nil {
+				t.Errorf("buffer %s: read after it was freed", b.Name)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("the plan has no weight that only derived buffers read; the test needs one")
+	}
+	if m.FreedWeights != want || log.freed != n {
+		t.Fatalf("freed %d buffers, %d bytes; want the %d unbound weights' %d", log.freed, m.FreedWeights, n, want)
+	}
+	t.Logf("%d weight bytes freed (%d buffers)", want, n)
+	_, _, ref := run(true)
+	for i := range ref {
+		if got[i].tok != ref[i].tok || !slices.Equal(got[i].logits, ref[i].logits) {
+			t.Fatalf("step %d: with the source weights freed, token %d; kept, %d (or the logits differ)", i, got[i].tok, ref[i].tok)
+		}
 	}
 }

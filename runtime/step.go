@@ -17,6 +17,9 @@ func (m *Model) ReadBuffer(i int) ([]byte, error) {
 	if i < 0 || i >= len(m.bufs) {
 		return nil, fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
 	}
+	if !m.bufs[i].Valid() {
+		return nil, fmt.Errorf("runtime: buffer %q was freed at load: no command reads it", m.Plan.Buffers[i].Name)
+	}
 	out := make([]byte, m.bufs[i].Size())
 	return out, m.be.Read(out, m.bufs[i], 0)
 }
@@ -25,6 +28,9 @@ func (m *Model) ReadBuffer(i int) ([]byte, error) {
 func (m *Model) WriteBuffer(i, off int, data []byte) error {
 	if i < 0 || i >= len(m.bufs) {
 		return fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
+	}
+	if !m.bufs[i].Valid() {
+		return fmt.Errorf("runtime: buffer %q was freed at load: no command reads it", m.Plan.Buffers[i].Name)
 	}
 	return m.be.Write(m.bufs[i], off, data)
 }

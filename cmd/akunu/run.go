@@ -123,6 +123,9 @@ func (lf loadFlags) loadFor(ctx *cli.Context, plan string, seqs func(*plans.Plan
 	if up, ok := m.Backend().(interface{ Uploaded() (int64, time.Duration) }); ok {
 		if n, d := up.Uploaded(); n > 0 && d > 0 {
 			fmt.Fprintf(ctx.Stderr, "akunu: weights uploaded to the GPU: %.2f GB in %s (%.1f GB/s)\n", float64(n)/1e9, d.Round(time.Millisecond), float64(n)/1e9/d.Seconds())
+			if m.FreedWeights > 0 {
+				fmt.Fprintf(ctx.Stderr, "akunu: %.2f GB of them freed again: read only to build their fused and planar layouts\n", float64(m.FreedWeights)/1e9)
+			}
 		}
 	}
 	return m, nil

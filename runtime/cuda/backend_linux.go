@@ -518,6 +518,10 @@ func (b *Backend) Free(h device.Buffer) {
 		return
 	}
 	defer b.enter()()
+	// Work still in flight may read it (a derive's device copies, which do
+	// not wait for themselves): wait for everything first. Frees come at
+	// load and close, not per token.
+	b.d.call(b.d.cuCtxSynchronize)
 	b.d.call(b.d.cuMemFree, uintptr(e.ptr))
 	b.bufs[h.ID()-1] = dbuf{}
 	b.free = append(b.free, h.ID()-1)
