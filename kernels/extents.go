@@ -306,6 +306,10 @@ func gemmRule(r *rule) {
 	if c, ok := r.constant("cols"); ok && (c < 1 || c > 8) {
 		r.fail("constant cols %d: the small GEMM takes 1 to 8 outputs a SIMD group", c)
 	}
+	gemvCounts(r) // the planar form's nr and nsg: the planar GEMV's body
+	if r.k.Variant&GLU != 0 && n%2 != 0 {
+		r.fail("n %d is not pairs of gate and up rows", n)
+	}
 	es := r.actSize()
 	// With vec_x the GPU kernels load X's rows in 16-byte vectors.
 	if r.on("vec_x") && (mul(lda, es)%16 != 0 || k%8 != 0) {

@@ -263,7 +263,10 @@ var families = []*family{
 	{
 		op: OpGEMM, params: GEMMParams{},
 		summary: func(s Spec) string {
-			if s.Variant&Small != 0 {
+			switch {
+			case s.Variant&GLU != 0:
+				return "Y = X·Wᵀ (+ bias), 2 to 8 rows, W's gate and up rows in turn (the decode program's gate|up buffer); Y gate rows then up rows"
+			case s.Variant&Small != 0:
 				return "Y = X·Wᵀ (+ bias), 2 to 8 rows"
 			}
 			return "Y = X·Wᵀ (+ bias), a prefill batch"
@@ -273,6 +276,9 @@ var families = []*family{
 			if s.Variant&X16 != 0 {
 				w = docWeightX16
 			}
+			if s.Variant&Planar != 0 {
+				w = docWeightPlanar
+			}
 			return []Binding{
 				in("w", RoleWeight, w),
 				in("x", RoleActivation, "X [M, lda]"),
@@ -281,6 +287,14 @@ var families = []*family{
 			}
 		},
 		constants: func(s Spec) []Constant {
+			if s.Variant&Planar != 0 { // the planar GEMV's, in its order: its body and file (gemv.h)
+				return constants(
+					cuint("nr", "rows of W per SIMD group"),
+					cuint("nsg", "SIMD groups per threadgroup"),
+					biasConst,
+					cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 16: the GPU kernel loads x in 16-byte vectors"),
+					cbool("preload", "a lane with one block a row loads it before waiting for the command before (tuning.gemv_preload_max_k)"))
+			}
 			if s.Variant&Small != 0 && s.Act != dtype.F32 { // cols: the GPU kernel's
 				return constants(biasConst,
 					cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 8: the GPU kernel loads X's rows in 16-byte vectors"),
@@ -293,6 +307,9 @@ var families = []*family{
 				cbool("vec_x", "X starts 16-byte aligned and lda and K are multiples of 8: the GPU kernels stage X in 16-byte vectors"))
 		},
 		geometry: gemmGeometry, geometryDoc: func(s Spec) string {
+			if s.Variant&Planar != 0 {
+				return "the planar GEMV's threadgroups (128 threads in nsg row groups of nr rows) once for each row of X, the row varying fastest; grid = (M, ceil(N / (nr·nsg)))"
+			}
 			if s.Variant&Small != 0 && s.Act == dtype.F32 {
 				return "4 SIMD groups of 8 outputs each, over all (≤ 8) rows; grid = ceil(N / 32)"
 			}
@@ -302,7 +319,10 @@ var families = []*family{
 			return "64×64 tiles of Y, K stepped by 64 through threadgroup memory, 4 SIMD groups; grid = (ceil(N/64), ceil(M/64))"
 		},
 		instances: func() []Spec {
-			return append(typed(OpGEMM, acts, weightTypes, 0, Small), typed(OpGEMM, f32Only, repacked, X16, Small|X16)...)
+			out := append(typed(OpGEMM, acts, weightTypes, 0, Small), typed(OpGEMM, f32Only, repacked, X16, Small|X16)...)
+			// the batch programs' 2-8 rows over the decode program's planar
+			// buffers (NVIDIA plans)
+			return append(out, typed(OpGEMM, f16Only, []dtype.Type{dtype.Q4_0}, Small|Planar, Small|Planar|GLU)...)
 		},
 	},
 	{

@@ -293,6 +293,12 @@ const (
 // ceil(M/64)); threadgroup memory = (64 + 64) rows of 72 (64 padded by 8)
 // halves.
 //
+// simd_gemm_small_<dtype>_planar[_glu] (2–8 rows, NVIDIA plans): the
+// planar GEMV (gemvGeometry) over each row of X, the decode program's
+// planar buffer bound: grid = (M, the GEMV's threadgroups), M varying
+// fastest so that one row group's threadgroups for every row run together
+// and share their weight reads through L2.
+//
 // simd_gemm_small (2–8 rows): a 32-row tile would be mostly empty, so the
 // small kernel is a GEMV over up to 8 vectors: SIMD group g owns cols
 // output features and reads each weight block once for every row of X. 4
@@ -309,6 +315,15 @@ func gemmGeometry(k *Kernel, s Shape, t chips.Tuning) (Launch, error) {
 		return Launch{}, err
 	}
 	cv := map[string]uint32{"has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%8 == 0)}
+	if k.Variant&Planar != 0 { // the planar GEMV's shape and constants, a threadgroup for each row
+		if s.Tokens > 8 {
+			return Launch{}, fmt.Errorf("kernels: %s: %d rows; the small GEMM takes 2 to 8", k.Name, s.Tokens)
+		}
+		nr, nsg := planarShape(s.N, s.K/int(k.DType.BlockSize()))
+		return launch([3]int{s.Tokens, ceilDiv(s.N, nr*nsg), 1}, planarThreads, planarThreads/SIMDWidth*nr*4,
+			values(k, map[string]uint32{"nr": uint32(nr), "nsg": uint32(nsg), "has_bias": b2u(s.Bias), "vec_x": b2u(s.VecX && s.K%16 == 0),
+				"preload": b2u(s.K <= t.GEMVPreloadMaxK)})...), nil
+	}
 	if k.Variant&Small != 0 {
 		if s.Tokens > 8 {
 			return Launch{}, fmt.Errorf("kernels: %s: %d rows; the small GEMM takes 2 to 8", k.Name, s.Tokens)

@@ -98,8 +98,8 @@ const (
 	X16                             // GEMV, GEMM: the weight repacked in 16-row interleaved groups (_x16; docs/formats.md)
 	KVQ8                            // KV writes, attention: the KV cache in Q8_0 blocks, not F16 (_kvq8_0)
 	KVF32                           // KV writes, attention: the KV cache in F32 (_kvf32)
-	Planar                          // GEMV: the weight's quants and scales in two planes (_planar; docs/formats.md#planar)
-	GLU                             // GEMV: W's rows gate and up in turn; y[i] = silu(row 2i·x)·(row 2i+1·x) (_glu)
+	Planar                          // GEMV, small GEMM: the weight's quants and scales in two planes (_planar; docs/formats.md#planar)
+	GLU                             // GEMV: W's rows gate and up in turn; y[i] = silu(row 2i·x)·(row 2i+1·x) (_glu); planar small GEMM: W's rows gate and up in turn, Y written gate rows then up rows
 	Norm                            // GEMV: x is a _res GEMV's res·norm_w; the product is scaled by 1/rms(res) (_norm)
 	numVariants = iota
 )
@@ -148,7 +148,7 @@ func (v Variant) String() string {
 // allowed lists the variant flags each op's names can carry.
 var allowed = [numOps]Variant{
 	OpGEMV:                LargeK | Wide | SiLU | X16 | Planar | GLU | Norm | Residual,
-	OpGEMM:                Small | X16,
+	OpGEMM:                Small | X16 | Planar | GLU,
 	OpRMSNorm:             Residual,
 	OpLayerNorm:           Residual,
 	OpRoPE:                NeoX | Rows,
@@ -174,7 +174,7 @@ type Spec struct {
 // name is spelled. It follows the akunu engine's names:
 //
 //	gemv[_wide]_<dtype>[_x16|_planar[_glu]][_l][_silu|_norm|_res][_f32]  gemv_q4_0, gemv_q4_0_l, gemv_wide_q6_k, gemv_q4_k_silu, gemv_q4_0_x16_f32, gemv_q4_0_planar, gemv_q4_0_planar_glu, gemv_q4_0_planar_norm, gemv_q4_0_planar_glu_norm, gemv_q4_0_planar_res
-//	simd_gemm[_small]_<dtype>[_x16][_f32]       simd_gemm_q8_0, simd_gemm_small_f16, simd_gemm_q4_0_x16_f32
+//	simd_gemm[_small]_<dtype>[_x16|_planar[_glu]][_f32]  simd_gemm_q8_0, simd_gemm_small_f16, simd_gemm_q4_0_x16_f32, simd_gemm_small_q4_0_planar
 //	gemv_id_<dtype>[_f32]                     gemv_id_q4_k, gemv_id_q8_0_f32
 //	gemm_id_<dtype>[_f32]                     gemm_id_q4_0, gemm_id_q6_k_f32
 //	embedding_lookup_<dtype>[_f32]            embedding_lookup_q6_k
@@ -201,7 +201,7 @@ func (s Spec) Name() (string, error) {
 		return "", fmt.Errorf("kernels: %v has no %v variant", s.Op, bad)
 	}
 	if s.Variant&(LargeK|Wide) == LargeK|Wide || s.Variant&(Fast|Parallel) == Fast|Parallel || s.Variant&X16 != 0 && s.Variant&(LargeK|Wide) != 0 ||
-		s.Variant&Planar != 0 && s.Variant&(SiLU|X16) != 0 ||
+		s.Variant&Planar != 0 && s.Variant&(SiLU|X16) != 0 || s.Op == OpGEMM && s.Variant&Planar != 0 && s.Variant&Small == 0 ||
 		s.Variant&GLU != 0 && s.Variant&(LargeK|Wide|SiLU|X16|Planar) != Planar ||
 		s.Op == OpGEMV && s.Variant&(Norm|Residual) != 0 && s.Variant&(Norm|Residual|SiLU|X16) != s.Variant&(Norm|Residual) ||
 		s.Variant&(KVQ8|KVF32) == KVQ8|KVF32 {
@@ -234,7 +234,7 @@ func (s Spec) Name() (string, error) {
 	case OpGEMV:
 		return "gemv" + flag(Wide, "_wide") + "_" + dt + flag(X16, "_x16") + flag(Planar, "_planar") + flag(GLU, "_glu") + flag(LargeK, "_l") + flag(SiLU, "_silu") + flag(Norm, "_norm") + flag(Residual, "_res") + actTail, nil
 	case OpGEMM:
-		return "simd_gemm" + flag(Small, "_small") + "_" + dt + flag(X16, "_x16") + actTail, nil
+		return "simd_gemm" + flag(Small, "_small") + "_" + dt + flag(X16, "_x16") + flag(Planar, "_planar") + flag(GLU, "_glu") + actTail, nil
 	case OpGEMVID:
 		return "gemv_id_" + dt + actTail, nil
 	case OpGEMMID:

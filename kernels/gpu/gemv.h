@@ -206,9 +206,25 @@ inline void planar_block(device const half* x, uint b, thread const uint4* q, th
 // 2i and 2i + 1 meet by a shuffle: y[row/2] = silu(gate)·up, each rounded
 // to the activation type first, as the gate|up GEMV and silu_gate would
 // store them. nr is even and so is N, so a pair never straddles two groups.
+// FORM_PAIRS (the batch programs' planar GEMM of gate|up, W in the
+// pairs layout): y is written as the concatenated weight gives it, gate
+// rows then up rows, a row's bias at that place.
 #define FORM_NORM 1
 #define FORM_RES 2
 #define FORM_GLU 4
+#define FORM_PAIRS 8
+// PlanarDims are the body's sizes: a GEMV's parameters, or a planar GEMM's
+// (no norm: eps and parts 0).
+struct PlanarDims {
+    uint n;
+    uint k;
+    float eps;
+    uint parts;
+};
+inline PlanarDims gemv_dims(constant GEMVParams& p) {
+    PlanarDims d = {p.n, p.k, p.eps, p.parts};
+    return d;
+}
 template <int T, int F>
 inline void gemv_planar_body(device const uchar* w,
                              device const half* x,
@@ -217,7 +233,7 @@ inline void gemv_planar_body(device const uchar* w,
                              device float* partials,
                              device half* y,
                              device const float* bias,
-                             constant GEMVParams& p,
+                             PlanarDims p,
                              threadgroup float* tgmem,
                              uint3 tgpig,
                              uint sg,
@@ -290,6 +306,7 @@ inline void gemv_planar_body(device const uchar* w,
         float s = 0.0f;
         for (uint g = 0; g < per; g++) s += tgmem[(sg + g) * nr + lane];
         uint row = row0 + lane;
+        if ((F & FORM_PAIRS) != 0) row = (row & 1u) * (p.n / 2) + row / 2;
         s *= sc;
         if (has_bias) s += bias[row];
         if ((F & FORM_RES) != 0) {
@@ -321,7 +338,7 @@ inline void gemv_planar(device const uchar* w,
                         uint sg,
                         uint lane) {
     // res, norm_w and partials unread
-    gemv_planar_body<T, 0>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, 0>(w, x, y, bias, (device float*)bias, y, bias, gemv_dims(p), tgmem, tgpig, sg, lane);
 }
 
 // The folded forms (norm_fold) need 155-167 registers, so that streaming
@@ -343,7 +360,7 @@ inline void gemv_planar_norm(device const uchar* w,
                              uint3 tgpig,
                              uint sg,
                              uint lane) {
-    gemv_planar_body<T, FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, gemv_dims(p), tgmem, tgpig, sg, lane);
 }
 
 //! cuda_launch_bounds gemv_planar_res 128 4 unless preload || nr < 8
@@ -360,7 +377,7 @@ inline void gemv_planar_res(device const uchar* w,
                             uint3 tgpig,
                             uint sg,
                             uint lane) {
-    gemv_planar_body<T, FORM_RES>(w, x, res, norm_w, partials, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, FORM_RES>(w, x, res, norm_w, partials, y, bias, gemv_dims(p), tgmem, tgpig, sg, lane);
 }
 
 template <int T>
@@ -373,7 +390,7 @@ inline void gemv_planar_glu(device const uchar* w,
                             uint3 tgpig,
                             uint sg,
                             uint lane) {
-    gemv_planar_body<T, FORM_GLU>(w, x, y, bias, (device float*)bias, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, FORM_GLU>(w, x, y, bias, (device float*)bias, y, bias, gemv_dims(p), tgmem, tgpig, sg, lane);
 }
 
 //! cuda_launch_bounds gemv_planar_glu_norm 128 4 unless preload || nr < 8
@@ -388,7 +405,63 @@ inline void gemv_planar_glu_norm(device const uchar* w,
                                  uint3 tgpig,
                                  uint sg,
                                  uint lane) {
-    gemv_planar_body<T, FORM_GLU + FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_body<T, FORM_GLU + FORM_NORM>(w, x, y, bias, (device float*)partials, y, bias, gemv_dims(p), tgmem, tgpig, sg, lane);
+}
+
+// gemv_planar_rows (simd_gemm_small_<dtype>_planar): the batch programs'
+// products of 2 to 8 rows (batched decode, a speculative verify pass)
+// through the decode GEMV's planar layout and body. Threadgroup (r, g)
+// runs the planar GEMV's threadgroup g over row r of X, r varying fastest,
+// so that a row group's threadgroups for every row run together and read
+// the same weight lines: one read from memory, the rest from L2. A row's
+// x is quantized to 8 bits as in decode, so each row's products are the
+// decode GEMV's bits. The _glu form reads gate|up in the pairs layout
+// (the decode program's buffer) and writes Y gate rows then up rows, as
+// the concatenated weight gives them (FORM_PAIRS).
+template <int T, int F>
+inline void gemv_planar_rows_body(device const uchar* w,
+                                  device const half* x,
+                                  device half* y,
+                                  device const float* bias,
+                                  constant GEMMParams& p,
+                                  threadgroup float* tgmem,
+                                  uint3 tgpig,
+                                  uint sg,
+                                  uint lane) {
+    uint r = tgpig.x;
+    if (r >= p.m) return;
+    PlanarDims d = {p.n, p.k, 0.0f, 0u};
+    device half* yr = y + ulong(r) * p.ldc;
+    uint3 g = tgpig; // the GEMV's threadgroup: the grid's second dimension
+    g.x = tgpig.y;
+    g.y = 0;
+    gemv_planar_body<T, F>(w, x + ulong(r) * p.lda, yr, bias, (device float*)bias, yr, bias, d, tgmem, g, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_rows(device const uchar* w,
+                             device const half* x,
+                             device half* y,
+                             device const float* bias,
+                             constant GEMMParams& p,
+                             threadgroup float* tgmem,
+                             uint3 tgpig,
+                             uint sg,
+                             uint lane) {
+    gemv_planar_rows_body<T, 0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+template <int T>
+inline void gemv_planar_rows_pairs(device const uchar* w,
+                                   device const half* x,
+                                   device half* y,
+                                   device const float* bias,
+                                   constant GEMMParams& p,
+                                   threadgroup float* tgmem,
+                                   uint3 tgpig,
+                                   uint sg,
+                                   uint lane) {
+    gemv_planar_rows_body<T, FORM_PAIRS>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
 // The wide shape runs the standard code with nsg = 8; a function of its
@@ -467,6 +540,8 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_q4_0_planar_norm = gemv_planar_norm<W_Q4_0>
 //! entry gemv_q4_0_planar_glu_norm = gemv_planar_glu_norm<W_Q4_0>
 //! entry gemv_q4_0_planar_res = gemv_planar_res<W_Q4_0>
+//! entry simd_gemm_small_q4_0_planar = gemv_planar_rows<W_Q4_0>
+//! entry simd_gemm_small_q4_0_planar_glu = gemv_planar_rows_pairs<W_Q4_0>
 //! entry gemv_q6_k_planar = gemv<W_Q6_K_PLANAR>
 //! entry gemv_wide_q6_k_planar = gemv_wide<W_Q6_K_PLANAR>
 //! entry gemv_q6_k_planar_l = gemv_l<W_Q6_K_PLANAR>

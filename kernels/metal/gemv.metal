@@ -770,3 +770,27 @@ kernel void gemv_wide_q8_0(device const uchar* w [[buffer(0)]],
                            uint lane [[thread_index_in_simdgroup]]) {
     gemv_wide<W_Q8_0>(w, x, y, bias, p, tgpig, sg, lane);
 }
+
+kernel void simd_gemm_small_q4_0_planar(device const uchar* w [[buffer(0)]],
+                                        device const half* x [[buffer(1)]],
+                                        device half* y [[buffer(2)]],
+                                        device const float* bias [[buffer(3)]],
+                                        constant GEMMParams& p [[buffer(4)]],
+                                        threadgroup float* tgmem [[threadgroup(0)]],
+                                        uint3 tgpig [[threadgroup_position_in_grid]],
+                                        uint sg [[simdgroup_index_in_threadgroup]],
+                                        uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_rows<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}
+
+kernel void simd_gemm_small_q4_0_planar_glu(device const uchar* w [[buffer(0)]],
+                                            device const half* x [[buffer(1)]],
+                                            device half* y [[buffer(2)]],
+                                            device const float* bias [[buffer(3)]],
+                                            constant GEMMParams& p [[buffer(4)]],
+                                            threadgroup float* tgmem [[threadgroup(0)]],
+                                            uint3 tgpig [[threadgroup_position_in_grid]],
+                                            uint sg [[simdgroup_index_in_threadgroup]],
+                                            uint lane [[thread_index_in_simdgroup]]) {
+    gemv_planar_rows_pairs<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+}

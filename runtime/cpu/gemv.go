@@ -348,8 +348,13 @@ type gemm struct {
 	act  act
 	bias bool
 	x16  *x16Layout // the _x16 forms' layout
-	maxM int
-	in   gemmIn
+	// planar (the _planar small GEMM, GPU plans'): W in the planar layout,
+	// each row put back in the file's layout before its dot products;
+	// pairs (_planar_glu): its rows gate and up in turn, written gate rows
+	// then up rows.
+	planar, pairs bool
+	maxM          int
+	in            gemmIn
 	// prev is the program's command before this one when it is a GEMM of
 	// the same weight type and activation (Bind links them): a GEMM that
 	// runs right after it on the same rows of X finds them prepared.
@@ -365,7 +370,8 @@ type gemm struct {
 }
 
 func bindGEMM(k *kernels.Kernel, c constants) (impl, unsafe.Pointer) {
-	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias"), x16: x16For(k)}
+	g := &gemm{wt: weightTypeOf(k.DType), act: actOf(k.Act), bias: c.b("has_bias"), x16: x16For(k),
+		planar: k.Variant&kernels.Planar != 0, pairs: k.Variant&kernels.GLU != 0}
 	return g, unsafe.Pointer(&g.p)
 }
 
@@ -384,6 +390,14 @@ func (g *gemm) prepare(e *Exec) error {
 	s := &e.b.scratch
 	if err := checkX16(e.Kernel, g.x16, g.act, n); err != nil {
 		return err
+	}
+	if g.planar {
+		if kernels.PlanarRecipe(g.wt.dt) == "" || g.wt.q == nil || g.pairs && n%2 != 0 {
+			return fmt.Errorf("a planar GEMM of %v, %d rows: %w", g.wt.dt, n, ErrUnsupported)
+		}
+		for i := range s.workers {
+			s.workers[i].row = growBytes(s.workers[i].row, 4*g.wt.rowBytes(k))
+		}
 	}
 	if g.x16 != nil {
 		s.x16 = growBytes(s.x16, g.x16.recs(m, k))
@@ -502,6 +516,10 @@ func (g *gemm) do(w, i0, i1 int) {
 		g.doX16(i0, i1)
 		return
 	}
+	if g.planar {
+		g.doPlanar(w, i0, i1)
+		return
+	}
 	var wf []float32
 	if g.q == nil {
 		wf = g.e.b.scratch.workers[w].f[:k]
@@ -568,6 +586,41 @@ func (g *gemm) do(w, i0, i1 int) {
 				v = g.wt.q(row, qs, d, s)
 			}
 			g.act.set(g.yb, i*ldc+r, v+b)
+		}
+	}
+}
+
+// doPlanar computes weight rows [i0, i1) of a planar GEMM (i0 a multiple
+// of 4): four rows at a time put back in the file's layout, then each row
+// of X meets them as the planar GEMV's twin meets its one x (the same
+// bits); a pairs row r goes to output r/2 (gate) or N/2 + r/2 (up).
+func (g *gemm) doPlanar(w, i0, i1 int) {
+	m, k, rb, ldc, n := int(g.p.M), int(g.p.K), g.rb, int(g.p.LDC), int(g.p.N)
+	ws := &g.e.b.scratch.workers[w]
+	rows := ws.row[:4*rb]
+	col := func(r int) int {
+		if g.pairs {
+			return (r&1)*(n/2) + r/2
+		}
+		return r
+	}
+	for r := i0; r < i1; r += 4 {
+		c := min(4, i1-r)
+		for j := range c {
+			_ = kernels.PlanarRow(g.wt.dt, rows[j*rb:(j+1)*rb], g.w, n, r+j, k) // prepare checked the type and sizes
+		}
+		for i := range m {
+			qs, d, s := g.q.row(g.wt.aq, i, k)
+			if c == 4 && g.wt.q4 != nil {
+				g.wt.q4(rows, rb, qs, d, s, &ws.v4)
+				for j := range ws.v4 {
+					g.setAt(i, col(r+j), ldc, ws.v4[j])
+				}
+				continue
+			}
+			for j := range c {
+				g.setAt(i, col(r+j), ldc, g.wt.q(rows[j*rb:(j+1)*rb], qs, d, s))
+			}
 		}
 	}
 }

@@ -286,6 +286,9 @@ func caseFor(t *testing.T, r *rand.Rand, k *kernels.Kernel) (kcase, error) {
 		}
 		s := kernels.Shape{Tokens: m, N: tN, K: tK, Bias: true}
 		b := map[string][]byte{"w": quantized(t, r, k.DType, tN, tK), "x": f16s(r, m*tK, 1), "y": make([]byte, 2*m*tN), "bias": f32s(r, tN, 1, 0)}
+		if v&kernels.Planar != 0 {
+			b["w"] = planar(t, k.DType, b["w"])
+		}
 		return kcase{s, kernels.GEMMParams{M: uint32(m), N: tN, K: tK, LDA: tK, LDC: tN}, b}, nil
 	case kernels.OpEmbedding:
 		s := kernels.Shape{Tokens: 4, Dim: tD, Vocab: 50}
@@ -435,15 +438,24 @@ func planar(t *testing.T, dt dtype.Type, w []byte) []byte {
 
 // planarShapes are GEMV cases of the planar kernel beyond caseFor's: each
 // row split the geometry chooses (128, 64 and 32 lanes along K; 8 and 4
-// rows a group) and a last threadgroup with fewer rows than the others.
+// rows a group) and a last threadgroup with fewer rows than the others;
+// for the planar small GEMM, the same over 2, 3 and 8 rows of X.
 func planarShapes(t *testing.T, r *rand.Rand, k *kernels.Kernel) []kcase {
 	var out []kcase
-	for _, nk := range [][2]int{{70, 4096}, {38, 1536}, {4104, 4608}, {21, 1024}} {
+	for i, nk := range [][2]int{{70, 4096}, {38, 1536}, {4104, 4608}, {21, 1024}} {
 		n, kk := nk[0], nk[1]
 		if k.Variant&kernels.GLU != 0 && n%2 != 0 { // pairs of gate and up rows
 			n++
 		}
-		b := map[string][]byte{"w": planar(t, k.DType, quantized(t, r, k.DType, n, kk)), "x": f16s(r, kk, 1), "y": make([]byte, 2*n), "bias": f32s(r, n, 1, 0)}
+		w := planar(t, k.DType, quantized(t, r, k.DType, n, kk))
+		if k.Op == kernels.OpGEMM {
+			m := []int{2, 8, 8, 3}[i]
+			b := map[string][]byte{"w": w, "x": f16s(r, m*kk, 1), "y": make([]byte, 2*m*n), "bias": f32s(r, n, 1, 0)}
+			sh := kernels.Shape{Tokens: m, N: n, K: kk, VecX: true, Bias: i%2 == 0}
+			out = append(out, kcase{sh, kernels.GEMMParams{M: uint32(m), N: uint32(n), K: uint32(kk), LDA: uint32(kk), LDC: uint32(n)}, b})
+			continue
+		}
+		b := map[string][]byte{"w": w, "x": f16s(r, kk, 1), "y": make([]byte, 2*n), "bias": f32s(r, n, 1, 0)}
 		sh := kernels.Shape{Tokens: 1, N: n, K: kk, VecX: true}
 		out = append(out, kcase{sh, foldInputs(t, r, k, b, sh), b})
 	}
@@ -479,7 +491,8 @@ func foldInputs(t *testing.T, r *rand.Rand, k *kernels.Kernel, b map[string][]by
 // the CPU twin does: the Q4_0, Q4_K and Q6_K GEMVs, which dot their quants with
 // 8-bit x by dp4a (gemv_rows.h).
 func quantizesX(k *kernels.Kernel) bool {
-	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && (k.DType == dtype.Q4_0 || k.DType == dtype.Q4_K || k.DType == dtype.Q6_K)
+	return (k.Op == kernels.OpGEMV || k.Op == kernels.OpGEMVID) && (k.DType == dtype.Q4_0 || k.DType == dtype.Q4_K || k.DType == dtype.Q6_K) ||
+		k.Op == kernels.OpGEMM && k.Variant&kernels.Planar != 0 // the planar GEMV's body, a row at a time
 }
 
 // quantizedProduct reports whether k multiplies by quantized weights.
@@ -539,6 +552,14 @@ func product(t *testing.T, k *kernels.Kernel, c kcase) map[string][]byte {
 				s += float64(w[o*kk+e]) * x[r*kk+e]
 			}
 			s *= sc
+			if k.Op == kernels.OpGEMM && k.Variant&kernels.GLU != 0 { // pairs: gate row o/2 or up row o/2, written gate rows then up rows
+				d := (o&1)*(n/2) + o/2
+				if c.shape.Bias {
+					s += float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*d:])))
+				}
+				binary.LittleEndian.PutUint16(y[2*(r*n+d):], dtype.Float16bits(float32(s)))
+				continue
+			}
 			if c.shape.Bias {
 				s += float64(math.Float32frombits(binary.LittleEndian.Uint32(c.bufs["bias"][4*o:])))
 			}
