@@ -170,6 +170,14 @@ func (s *state) selectNode(p *program, n Node) ([]*kernels.Kernel, error) {
 		sp := kernels.Spec{Op: kernels.OpGEMM, DType: dt, Variant: x16}
 		if rows <= 8 {
 			sp.Variant |= kernels.Small
+			// Over the decode program's planar buffer where there is one
+			// (NVIDIA plans' Q4_0): its GEMV's body for each row.
+			if i, ok := s.planar(n); ok && dt == dtype.Q4_0 && x16 == 0 && s.act == dtype.F16 {
+				sp.Variant |= kernels.Planar
+				if s.plan.Buffers[i].Recipe == kernels.PlanarPairsRecipe(dt) {
+					sp.Variant |= kernels.GLU
+				}
+			}
 		}
 		ks, err := s.find(sp)
 		if err != nil {

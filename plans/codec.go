@@ -57,8 +57,16 @@ const (
 // gemv_*_res; tuning.fold_norms_max_dim), the decode attention that rotates
 // q and k and writes the KV row itself (flash_attention_decode_rope_*;
 // tuning.rope_in_attention) and tuning.gemv_preload_max_k (the planar Q4_0
-// GEMVs' preload constant): a plan with any of them needs 11.
+// GEMVs' preload constant): a plan with any of them needs 11. Format 12
+// added the small GEMMs over the planar layouts (simd_gemm_small_*_planar,
+// _planar_glu: the batch programs reading the decode program's planar
+// buffers): a plan with one needs 12.
 func (p *Plan) RequiredRuntime() uint32 {
+	for i := range p.Pipelines {
+		if k := p.Pipelines[i].Kernel; strings.HasPrefix(k, "simd_gemm_small_") && strings.Contains(k, "_planar") {
+			return 12
+		}
+	}
 	for i := range p.Pipelines {
 		k := p.Pipelines[i].Kernel
 		if strings.HasPrefix(k, "gemv_") && (strings.HasSuffix(k, "_norm") || strings.HasSuffix(k, "_res")) ||

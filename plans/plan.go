@@ -4,7 +4,7 @@ package plans
 // package writes and reads (FORMAT.md says what changes it).
 const (
 	Magic         = "AKUNUPLN"
-	FormatVersion = 11
+	FormatVersion = 12
 )
 
 // Plan is one compiled model for one target: everything the runtime needs
