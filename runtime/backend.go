@@ -64,17 +64,17 @@ type Backend interface {
 	Close()
 }
 
-// decodeRows is a Backend whose decode program outruns its batch programs
-// for the rows of a few sequences: on a GPU the decode program's GEMVs
-// stream the weights at several times the rate of the batch programs'
-// GEMMs of 2 to 8 rows, and its attention is made for one row. A Forward
-// of at most DecodeRows rows, each its own sequence's and each with its
-// output (batched decode in a server), replays them as that many decode
-// steps, one a row. A backend without it replays only a lone row so (the
-// CPU, whose batch programs read the weights once for every row and give
-// the decode program's bits; ADR 0032).
+// decodeRows is a Backend whose decode program can outrun a plan's batch
+// programs for the rows of a few sequences: on a GPU the batch programs'
+// GEMMs of 2 to 8 rows over a weight's file layout run at a fraction of
+// the decode GEMVs' rate. A Forward of at most DecodeRows(plan) rows,
+// each its own sequence's and each with its output (batched decode in a
+// server), replays them as that many decode steps, one a row. A backend
+// without it replays only a lone row so (the CPU, whose batch programs
+// read the weights once for every row and give the decode program's bits;
+// ADR 0032).
 type decodeRows interface {
-	DecodeRows() int
+	DecodeRows(p *plans.Plan) int
 }
 
 // The CPU backend is a Backend as it is: no adapter, no downcast.

@@ -159,7 +159,7 @@ type decodeRowsLog struct {
 	rows int
 }
 
-func (d decodeRowsLog) DecodeRows() int { return d.rows }
+func (d decodeRowsLog) DecodeRows(*plans.Plan) int { return d.rows }
 
 // Where the backend asks for it (a GPU), the next tokens of up to
 // DecodeRows sequences are that many decode steps, not one batch program;
@@ -428,4 +428,62 @@ func TestModelsShareABackend(t *testing.T) {
 func synthLoad(t *testing.T, arch string, dt dtype.Type) *Model {
 	model := synthModel(t, arch, dt)
 	return load(t, compile(t, model, "cpu-avx2:2"), model, 2)
+}
+
+// An NVIDIA plan's batch programs of 2 to 8 rows read the decode program's
+// planar buffers (simd_gemm_small_q4_0_planar, and _planar_glu for
+// gate|up's pairs of rows): the rows of one Forward (a verify pass's
+// shape) give, row by row, the logits plain decode gives at the same
+// positions, within the rounding of the norms that decode folds into its
+// GEMVs, and the same tokens.
+func TestPlanarBatchRowsAgreeWithDecode(t *testing.T) {
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			model := synthModel(t, arch, dtype.Q4_0)
+			planarRowsAgree(t, load(t, compile(t, model, "h100-sxm"), model, 0), 2e-2)
+		})
+	}
+}
+
+// planarRowsAgree holds 5 rows of one sequence through a batch program of
+// m (an NVIDIA plan's) to plain decode's logits at those positions,
+// within tol of the largest.
+func planarRowsAgree(t *testing.T, m *Model, tol float64) {
+	arch := m.Plan.Model.HParams.Arch
+	for _, want := range []string{"simd_gemm_small_q4_0_planar", "simd_gemm_small_q4_0_planar_glu"} {
+		if !slices.ContainsFunc(m.Plan.Pipelines, func(p plans.Pipeline) bool { return p.Kernel == want }) {
+			t.Fatalf("the plan has no %s", want)
+		}
+	}
+	prompt := m.Tokenizer.Tokenize(cudaLongPrompt, true, false)
+	const n = 6
+	ref := ours(t, m, prompt, n)
+	s := sess(t, m)
+	var b Batch
+	for i, tok := range prompt { // the prompt: one batch program of its rows
+		b.Add(tok, int32(i), int32(s.Seq()), i == len(prompt)-1)
+	}
+	if err := m.Forward(bg, &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Reset() // then the generated tokens as rows of one small batch
+	for i := range n - 1 {
+		b.Add(ref[i].tok, int32(len(prompt)+i), int32(s.Seq()), true)
+	}
+	b.ReadLogits = true
+	if err := m.Forward(bg, &b); err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	var gotLogits [][]float32
+	for j := range n - 1 {
+		got, gotLogits = append(got, m.OutputToken(j)), append(gotLogits, slices.Clone(m.OutputLogits(j)))
+	}
+	var want []int32
+	var wantLogits [][]float32
+	for _, r := range ref[1:] {
+		want, wantLogits = append(want, r.tok), append(wantLogits, r.logits)
+	}
+	agree, worst := holdToReference(t, arch, got, gotLogits, want, wantLogits, tol)
+	t.Logf("%d of %d rows agree with decode, max |Δ|/max|logit| = %.3g", agree, n-1, worst)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/internal/proof"
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/plans"
 	"github.com/akunu-dev/akunu/runtime/cuda"
 	"github.com/akunu-dev/akunu/runtime/sampling"
 )
@@ -353,11 +354,16 @@ func TestCUDAMoEMatchesTheCPUAndLlamaCpp(t *testing.T) {
 // nothing.
 func TestCUDAFewSequencesStepAsDecode(t *testing.T) {
 	be := cudaBackend(t)
-	if be.DecodeRows() < 3 {
-		t.Fatalf("the CUDA backend replays %d sequences' rows as decode steps; the test wants 3", be.DecodeRows())
+	path := synthModel(t, "qwen3", dtype.Q8_0) // its batch programs' GEMMs over the file's layout
+	plan := compile(t, path, "h100-sxm")
+	p, err := plans.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
 	}
-	path := synthModel(t, "qwen3", dtype.Q4_0)
-	m := loadOnCUDA(t, be, compile(t, path, "h100-sxm"), path)
+	if n := be.DecodeRows(p); n < 3 {
+		t.Fatalf("the CUDA backend replays %d sequences' rows of a Q8_0 plan as decode steps; the test wants 3", n)
+	}
+	m := loadOnCUDA(t, be, plan, path)
 	togetherIsAlone(t, m)
 	batchedStepAllocs(t, m)
 }
@@ -409,5 +415,20 @@ func togetherIsAlone(t *testing.T, m *Model) {
 				t.Fatalf("sequence %d, step %d: its logits beside others differ from its logits alone", i, k)
 			}
 		}
+	}
+}
+
+// The batch programs' small GEMMs over the decode program's planar
+// buffers on CUDA (simd_gemm_small_q4_0_planar[_glu]): a sequence's rows
+// through a batch program give plain decode's logits on CUDA within the
+// rounding of the norms decode folds (as on the CPU,
+// TestPlanarBatchRowsAgreeWithDecode).
+func TestCUDAPlanarBatchRowsAgreeWithDecode(t *testing.T) {
+	be := cudaBackend(t)
+	for _, arch := range []string{"llama", "qwen3"} {
+		t.Run(arch, func(t *testing.T) {
+			model := synthModel(t, arch, dtype.Q4_0)
+			planarRowsAgree(t, loadOnCUDA(t, be, compile(t, model, "h100-sxm"), model), cudaTol(dtype.Q4_0))
+		})
 	}
 }

@@ -221,7 +221,7 @@ func New(p *plans.Plan, o Options) (*Model, error) {
 	}
 	m := &Model{Plan: p, ModelPath: o.Model, WeightCheck: note, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab), decodeRows: 1}
 	if d, ok := o.Backend.(decodeRows); ok {
-		m.decodeRows = max(1, d.DecodeRows())
+		m.decodeRows = max(1, d.DecodeRows(p))
 	}
 	if m.be == nil {
 		m.be, m.ownsBE = NewCPU(o.Threads), true

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -110,17 +111,18 @@ type Options struct {
 	Skip *regexp.Regexp
 	// DecodeRows is the most rows of distinct sequences (batched decode in
 	// a server) the runtime replays as that many decode steps rather than
-	// one batch program (runtime's decodeRows interface; ADR 0032): 0 is
-	// DefaultDecodeRows, and 1 only a lone row. AKUNU_CUDA_DECODE_ROWS=N
-	// sets it.
+	// one batch program (runtime's decodeRows interface; ADR 0032): 0
+	// lets the plan decide (Backend.DecodeRows), 1 is only a lone row.
+	// AKUNU_CUDA_DECODE_ROWS=N sets it.
 	DecodeRows int
 }
 
 // DefaultDecodeRows: up to this many sequences' next tokens, a decode
-// step each beat one batch program of their rows on an H100 (ADR 0032:
-// 2–6 sequences on every shape measured, 8 on the 1B and 8B shapes; the
-// 0.6B's batch program of 8 is 9% faster). More sequences are one batch
-// program of their rows (16 and up: the tiled GEMM).
+// step each beat one batch program of their rows on an H100 where the
+// batch programs' small GEMMs read the file's layout (ADR 0032: 2–6
+// sequences on every shape measured, 8 on the 1B and 8B shapes). More
+// sequences are one batch program of their rows (16 and up: the tiled
+// GEMM).
 const DefaultDecodeRows = 8
 
 // launchConfig is the driver's CUlaunchConfig, launchAttr its
@@ -195,9 +197,6 @@ func New(opt Options) (*Backend, error) {
 		}
 		opt.DecodeRows = n
 	}
-	if opt.DecodeRows == 0 {
-		opt.DecodeRows = DefaultDecodeRows
-	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
 	if os.Getenv("AKUNU_CUDA_PROFILE") == "1" {
 		b.prof = &profiler{byName: map[string]*profStat{}}
@@ -264,8 +263,58 @@ func (b *Backend) enter() func() {
 func (b *Backend) Name() string { return "cuda" }
 
 // DecodeRows is how many sequences' next tokens the runtime replays as
-// decode steps, one a row (Options.DecodeRows).
-func (b *Backend) DecodeRows() int { return b.opt.DecodeRows }
+// decode steps, one a row (Options.DecodeRows where set): for a plan whose
+// batch programs' small GEMMs read most of their weight bytes in the
+// planar layout (simd_gemm_small_*_planar: the decode GEMV's body over
+// each row, the weights read once for all), 1: on an H100 two sequences
+// through them ran at 1751–1802 tok/s in all on the 0.6B Q4_0 shape and
+// 543–545 on the 8B, against 1898–1900 and 511–524 as decode steps, and
+// from 4 they are faster by far. Otherwise DefaultDecodeRows.
+func (b *Backend) DecodeRows(p *plans.Plan) int {
+	if b.opt.DecodeRows != 0 {
+		return b.opt.DecodeRows
+	}
+	if planarShare(p) >= 0.5 {
+		return 1
+	}
+	return DefaultDecodeRows
+}
+
+// planarShare is the share of the weight bytes that the small GEMMs of
+// p's batch programs read in the planar layout.
+func planarShare(p *plans.Plan) float64 {
+	var planar, all uint64
+	for i := range p.Programs {
+		pr := &p.Programs[i]
+		if pr.Kind != plans.KindBatch {
+			continue
+		}
+		for j := range pr.Commands {
+			c := &pr.Commands[j]
+			if int(c.Pipeline) >= len(p.Pipelines) {
+				continue
+			}
+			k := p.Pipelines[c.Pipeline].Kernel
+			if !strings.HasPrefix(k, "simd_gemm_small_") {
+				continue
+			}
+			n := uint64(0)
+			for _, b := range c.Bindings {
+				if b.Slot == 0 && int(b.Buffer) < len(p.Buffers) { // w
+					n = p.Buffers[b.Buffer].Size
+				}
+			}
+			all += n
+			if strings.Contains(k, "_planar") {
+				planar += n
+			}
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return float64(planar) / float64(all)
+}
 
 // Device describes the GPU.
 func (b *Backend) Device() Device { return b.dev }

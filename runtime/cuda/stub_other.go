@@ -43,7 +43,7 @@ func New(Options) (*Backend, error) {
 }
 
 func (*Backend) Name() string                           { return "cuda" }
-func (*Backend) DecodeRows() int                        { return 1 }
+func (*Backend) DecodeRows(*plans.Plan) int             { return 1 }
 func (*Backend) Device() Device                         { return Device{} }
 func (*Backend) Uploaded() (int64, time.Duration)       { return 0, 0 }
 func (*Backend) Alloc(int) (device.Buffer, error)       { return device.Buffer{}, ErrUnavailable }
