@@ -419,26 +419,6 @@ inline void gemv_planar_glu_norm(device const uchar* w,
 // (the decode program's buffer) and writes Y gate rows then up rows, as
 // the concatenated weight gives them (FORM_PAIRS).
 template <int T, int F>
-inline void gemv_planar_rows_body(device const uchar* w,
-                                  device const half* x,
-                                  device half* y,
-                                  device const float* bias,
-                                  constant GEMMParams& p,
-                                  threadgroup float* tgmem,
-                                  uint3 tgpig,
-                                  uint sg,
-                                  uint lane) {
-    uint r = tgpig.x;
-    if (r >= p.m) return;
-    PlanarDims d = {p.n, p.k, 0.0f, 0u};
-    device half* yr = y + ulong(r) * p.ldc;
-    uint3 g = tgpig; // the GEMV's threadgroup: the grid's second dimension
-    g.x = tgpig.y;
-    g.y = 0;
-    gemv_planar_body<T, F>(w, x + ulong(r) * p.lda, yr, bias, (device float*)bias, yr, bias, d, tgmem, g, sg, lane);
-}
-
-template <int T>
 inline void gemv_planar_rows(device const uchar* w,
                              device const half* x,
                              device half* y,
@@ -448,20 +428,14 @@ inline void gemv_planar_rows(device const uchar* w,
                              uint3 tgpig,
                              uint sg,
                              uint lane) {
-    gemv_planar_rows_body<T, 0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
-}
-
-template <int T>
-inline void gemv_planar_rows_pairs(device const uchar* w,
-                                   device const half* x,
-                                   device half* y,
-                                   device const float* bias,
-                                   constant GEMMParams& p,
-                                   threadgroup float* tgmem,
-                                   uint3 tgpig,
-                                   uint sg,
-                                   uint lane) {
-    gemv_planar_rows_body<T, FORM_PAIRS>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+    uint r = tgpig.x;
+    if (r >= p.m) return;
+    PlanarDims d = {p.n, p.k, 0.0f, 0u};
+    device half* yr = y + ulong(r) * p.ldc;
+    uint3 g = tgpig; // the GEMV's threadgroup: the grid's second dimension
+    g.x = tgpig.y;
+    g.y = 0;
+    gemv_planar_body<T, F>(w, x + ulong(r) * p.lda, yr, bias, (device float*)bias, yr, bias, d, tgmem, g, sg, lane);
 }
 
 // The wide shape runs the standard code with nsg = 8; a function of its
@@ -540,8 +514,8 @@ inline void gemv_wide(device const uchar* w,
 //! entry gemv_q4_0_planar_norm = gemv_planar_norm<W_Q4_0>
 //! entry gemv_q4_0_planar_glu_norm = gemv_planar_glu_norm<W_Q4_0>
 //! entry gemv_q4_0_planar_res = gemv_planar_res<W_Q4_0>
-//! entry simd_gemm_small_q4_0_planar = gemv_planar_rows<W_Q4_0>
-//! entry simd_gemm_small_q4_0_planar_glu = gemv_planar_rows_pairs<W_Q4_0>
+//! entry simd_gemm_small_q4_0_planar = gemv_planar_rows<W_Q4_0, 0>
+//! entry simd_gemm_small_q4_0_planar_glu = gemv_planar_rows<W_Q4_0, FORM_PAIRS>
 //! entry gemv_q6_k_planar = gemv<W_Q6_K_PLANAR>
 //! entry gemv_wide_q6_k_planar = gemv_wide<W_Q6_K_PLANAR>
 //! entry gemv_q6_k_planar_l = gemv_l<W_Q6_K_PLANAR>

@@ -780,7 +780,7 @@ kernel void simd_gemm_small_q4_0_planar(device const uchar* w [[buffer(0)]],
                                         uint3 tgpig [[threadgroup_position_in_grid]],
                                         uint sg [[simdgroup_index_in_threadgroup]],
                                         uint lane [[thread_index_in_simdgroup]]) {
-    gemv_planar_rows<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_rows<W_Q4_0, 0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
 
 kernel void simd_gemm_small_q4_0_planar_glu(device const uchar* w [[buffer(0)]],
@@ -792,5 +792,5 @@ kernel void simd_gemm_small_q4_0_planar_glu(device const uchar* w [[buffer(0)]],
                                             uint3 tgpig [[threadgroup_position_in_grid]],
                                             uint sg [[simdgroup_index_in_threadgroup]],
                                             uint lane [[thread_index_in_simdgroup]]) {
-    gemv_planar_rows_pairs<W_Q4_0>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
+    gemv_planar_rows<W_Q4_0, FORM_PAIRS>(w, x, y, bias, p, tgmem, tgpig, sg, lane);
 }
