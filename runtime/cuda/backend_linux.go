@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -850,13 +851,15 @@ type program struct {
 	dev    uint64
 	host   []byte // the pinned mirror (cuMemAllocHost)
 	hostP  unsafe.Pointer
+	vals   []uint64 // a step's binding patches' values (bindingValues), reused
 }
 
 // graphKey names a captured step: its index in the chain, the parameter
-// generation its launches point into, and a hash of its binding patches'
-// values (sigHash: the KV sequence slot), so that sequences that take
-// turns (a server's batched decode, a step each) keep a graph each
-// rather than capturing one again at every turn (about 2 ms).
+// generation its launches point into, and the hash of its binding
+// patches' values (sigHash of bindingValues: the KV sequence slot), so
+// that sequences that take turns (a server's batched decode, a step each)
+// keep a graph each rather than capturing one again at every turn (about
+// 2 ms).
 type graphKey struct {
 	step, gen int
 	sig       uint64
@@ -1230,9 +1233,10 @@ func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int)
 		p.graphs = map[graphKey]*graph{}
 	}
 	for s := range steps {
-		h := p.sigHash(steps[s])
+		vals := p.bindingValues(steps[s])
+		h := sigHash(vals)
 		gr := p.graphs[graphKey{step: s, gen: gen, sig: h}]
-		if gr == nil || !gr.matches(p, steps[s]) {
+		if gr == nil || !slices.Equal(gr.sig, vals) {
 			if gr == nil && len(p.graphs)+generations > maxGraphs {
 				p.dropGraphs(b, h)
 			}
@@ -1253,8 +1257,8 @@ func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int)
 					og = &graph{}
 					p.graphs[k] = og
 				}
-				if og.exec == 0 || !og.matches(p, steps[s]) {
-					if err := b.capture(p, og, steps[s], s, g*p.reps*p.stride+s*p.stride); err != nil {
+				if og.exec == 0 || !slices.Equal(og.sig, vals) {
+					if err := b.capture(p, og, steps[s], vals, s, g*p.reps*p.stride+s*p.stride); err != nil {
 						delete(p.graphs, k)
 						b.fail(err)
 						return
@@ -1271,17 +1275,26 @@ func (b *Backend) launchGraph(p *program, gen int, steps []plans.Step, base int)
 	}
 }
 
-// sigHash is the FNV-1a hash of step's binding patches' values.
-func (p *program) sigHash(step plans.Step) uint64 {
-	h := uint64(14695981039346656037)
+// bindingValues are step's binding patches' values, in command order, in
+// the program's reused slice (one pass over the patches a step).
+func (p *program) bindingValues(step plans.Step) []uint64 {
+	p.vals = p.vals[:0]
 	for _, c := range p.cmds {
 		for k := range c.patches {
 			if pt := &c.patches[k]; pt.Binding {
-				v := pt.Value(step)
-				for i := 0; i < 64; i += 8 {
-					h = (h ^ (v >> i & 0xff)) * 1099511628211
-				}
+				p.vals = append(p.vals, pt.Value(step))
 			}
+		}
+	}
+	return p.vals
+}
+
+// sigHash is the FNV-1a hash of binding values.
+func sigHash(vals []uint64) uint64 {
+	h := uint64(14695981039346656037)
+	for _, v := range vals {
+		for i := 0; i < 64; i += 8 {
+			h = (h ^ (v >> i & 0xff)) * 1099511628211
 		}
 	}
 	return h
@@ -1300,25 +1313,8 @@ func (p *program) dropGraphs(b *Backend, keep uint64) {
 	}
 }
 
-// matches reports whether step's binding patches give the values the
-// graph was captured with.
-func (gr *graph) matches(p *program, step plans.Step) bool {
-	i := 0
-	for _, c := range p.cmds {
-		for k := range c.patches {
-			if pt := &c.patches[k]; pt.Binding {
-				if i >= len(gr.sig) || gr.sig[i] != pt.Value(step) {
-					return false
-				}
-				i++
-			}
-		}
-	}
-	return i == len(gr.sig)
-}
-
 // capture records one step's launches into a graph and instantiates it.
-func (b *Backend) capture(p *program, gr *graph, step plans.Step, s, at int) error {
+func (b *Backend) capture(p *program, gr *graph, step plans.Step, vals []uint64, s, at int) error {
 	if gr.exec != 0 {
 		b.d.call(b.d.cuGraphExecDestroy, gr.exec)
 		gr.exec = 0
@@ -1340,14 +1336,7 @@ func (b *Backend) capture(p *program, gr *graph, step plans.Step, s, at int) err
 		gr.exec = 0
 		return b.d.err("cuGraphInstantiate", r)
 	}
-	gr.sig = gr.sig[:0]
-	for _, c := range p.cmds {
-		for k := range c.patches {
-			if pt := &c.patches[k]; pt.Binding {
-				gr.sig = append(gr.sig, pt.Value(step))
-			}
-		}
-	}
+	gr.sig = append(gr.sig[:0], vals...)
 	return nil
 }
 
