@@ -14,25 +14,33 @@ import (
 // ReadBuffer returns a copy of the plan's buffer i as the backend holds it
 // (a KV buffer with every sequence slot). Nothing may be in flight.
 func (m *Model) ReadBuffer(i int) ([]byte, error) {
-	if i < 0 || i >= len(m.bufs) {
-		return nil, fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
+	h, err := m.buffer(i)
+	if err != nil {
+		return nil, err
 	}
-	if !m.bufs[i].Valid() {
-		return nil, fmt.Errorf("runtime: buffer %q was freed at load: no command reads it", m.Plan.Buffers[i].Name)
-	}
-	out := make([]byte, m.bufs[i].Size())
-	return out, m.be.Read(out, m.bufs[i], 0)
+	out := make([]byte, h.Size())
+	return out, m.be.Read(out, h, 0)
 }
 
 // WriteBuffer writes data into the plan's buffer i from byte off.
 func (m *Model) WriteBuffer(i, off int, data []byte) error {
+	h, err := m.buffer(i)
+	if err != nil {
+		return err
+	}
+	return m.be.Write(h, off, data)
+}
+
+// buffer is the backend's handle of the plan's buffer i: one of the plan's,
+// and not a weight freed at load (freeSourceOnly).
+func (m *Model) buffer(i int) (device.Buffer, error) {
 	if i < 0 || i >= len(m.bufs) {
-		return fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
+		return device.Buffer{}, fmt.Errorf("runtime: buffer %d of %d", i, len(m.bufs))
 	}
 	if !m.bufs[i].Valid() {
-		return fmt.Errorf("runtime: buffer %q was freed at load: no command reads it", m.Plan.Buffers[i].Name)
+		return device.Buffer{}, fmt.Errorf("runtime: buffer %q was freed at load: no command reads it", m.Plan.Buffers[i].Name)
 	}
-	return m.be.Write(m.bufs[i], off, data)
+	return m.bufs[i], nil
 }
 
 // ChainSteps is the most decode steps one submission may hold (the plan's
