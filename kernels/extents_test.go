@@ -342,7 +342,8 @@ func TestSmallGEMMExtents(t *testing.T) {
 
 // A GEMV's rows a SIMD group (nr) size its accumulators and its SIMD
 // groups (nsg) its threadgroup: a plan setting them outside 1–8 and 1–32
-// is refused, for the GEMVs and the MoE's expert GEMVs.
+// is refused, for the GEMVs, the MoE's expert GEMVs and the planar small
+// GEMMs.
 func TestGEMVCountExtents(t *testing.T) {
 	const n, kk = 64, 256
 	p := GEMVParams{N: n, K: kk}
@@ -360,4 +361,18 @@ func TestGEMVCountExtents(t *testing.T) {
 	idFit := map[string]uint64{"w": n * kk / 32 * 18, "x": 2 * kk, "ids": 4, "y": 2 * n}
 	checkExtent(t, "gemv_id_q4_0", id, idFit, map[string]uint32{"nr": 4, "nsg": 2}, "")
 	checkExtent(t, "gemv_id_q4_0", id, idFit, map[string]uint32{"nr": 16, "nsg": 2}, "constant nr 16")
+	// the planar small GEMM runs the planar GEMV's body: the same bounds,
+	// and its pairs form (_glu) whole pairs of gate and up rows
+	gp := GEMMParams{M: 8, N: n, K: kk, LDA: kk, LDC: n}
+	gFit := map[string]uint64{"w": n * kk / 32 * 18, "x": 8 * 2 * kk, "y": 8 * 2 * n}
+	for _, name := range []string{"simd_gemm_small_q4_0_planar", "simd_gemm_small_q4_0_planar_glu"} {
+		checkExtent(t, name, gp, gFit, map[string]uint32{"nr": 8, "nsg": 1}, "")
+		checkExtent(t, name, gp, gFit, map[string]uint32{"nr": GEMVMaxNR + 1, "nsg": 1}, "constant nr 9")
+		checkExtent(t, name, gp, gFit, map[string]uint32{"nr": 8, "nsg": 33}, "constant nsg 33")
+	}
+	odd := gp
+	odd.N = n - 1
+	oddFit := map[string]uint64{"w": (n - 1) * kk / 32 * 18, "x": gFit["x"], "y": gFit["y"]}
+	checkExtent(t, "simd_gemm_small_q4_0_planar_glu", odd, oddFit, map[string]uint32{"nr": 8, "nsg": 1}, "not pairs")
+	checkExtent(t, "simd_gemm_small_q4_0_planar", odd, oddFit, map[string]uint32{"nr": 8, "nsg": 1}, "")
 }
