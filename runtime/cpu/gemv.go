@@ -40,6 +40,7 @@ type gemv struct {
 	// adds them), and y = res·norm_w, rounded.
 	norm, res bool
 	sc        float32
+	sub       rowSubset // OutputRows (outputrows.go)
 	// binding slots of bias and partials (-1: none)
 	bslot, pslot int
 	tgRows       int // _res: rows a GPU threadgroup owns (nr·nsg), one partial each
@@ -161,6 +162,15 @@ func growBytes(s []byte, n int) []byte {
 func (g *gemv) run(e *Exec) {
 	g.bindRun(e, g.input(e))
 	n := int(g.p.N)
+	if g.sub.on { // OutputRows: the listed rows' items, -inf elsewhere
+		ib, align := g.rb, 4 // rows, in quads
+		if g.x16 != nil {
+			ib, align = x16Rows*g.rb, 1
+		}
+		e.b.pool.run(&g.sub, g.sub.total(), e.b.pool.gemvGrain(g.sub.total(), ib, align), ib)
+		g.sub.fill(g.act, g.yb, 1, n, n, g.unit())
+		return
+	}
 	if g.x16 != nil {
 		gb := x16Rows * g.rb
 		e.b.pool.run(g, n/x16Rows, e.b.pool.gemvGrain(n/x16Rows, gb, 1), gb)
@@ -354,6 +364,7 @@ type gemm struct {
 	// then up rows.
 	planar, pairs bool
 	maxM          int
+	sub           rowSubset // OutputRows (outputrows.go)
 	in            gemmIn
 	// prev is the program's command before this one when it is a GEMM of
 	// the same weight type and activation (Bind links them): a GEMM that
@@ -433,6 +444,12 @@ func (g *gemm) run(e *Exec) {
 	if !g.prepared() {
 		g.in.g = g
 		e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
+	}
+	if g.sub.on { // OutputRows: the listed rows' items, -inf elsewhere
+		t := g.sub.total()
+		e.b.pool.run(&g.sub, t, e.b.pool.split(t, 1), g.unit()*g.rb*max(m, 1))
+		g.sub.fill(g.act, g.yb, m, int(g.p.LDC), n, g.unit())
+		return
 	}
 	if g.x16 != nil {
 		ng := n / x16Rows

@@ -38,6 +38,10 @@ func NewProgram(id int) Program { return Program{id: int32(id)} }
 // ID is the backend's id of the program (0: none).
 func (p Program) ID() int { return int(p.id) }
 
+// Span is the rows [Lo, Hi) of a command's output (Backend.OutputRows in
+// runtime: a draft model's LM head over a shortlist of its vocabulary).
+type Span struct{ Lo, Hi int32 }
+
 // Command is one plan command resolved against its kernel and its buffers,
 // every check made: what a backend binds.
 type Command struct {

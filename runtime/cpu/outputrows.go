@@ -1,0 +1,142 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/akunu-dev/akunu/runtime/device"
+)
+
+// rowSubset is a GEMV's or GEMM's restriction to some of its output rows
+// (OutputRows): the pool runs only the items (rows, or x16 groups of 16)
+// that hold a listed row, and every other row of each output row is -inf.
+// Its slices keep their capacity from one restriction to the next, so a
+// drafter that moves its shortlist allocates only when it grows.
+type rowSubset struct {
+	on    bool
+	items []device.Span // in items, sorted, merged
+	ends  []int         // ends[i]: the items in items[:i+1]
+	t     task          // the command's own items
+}
+
+// set restricts to spans (rows, sorted, disjoint) of n rows, the command's
+// items per rows each, aligned to align items (a GEMV's quad of rows, which
+// its dot products take together in the unrestricted run too, so that a
+// listed row gets the same bits); nil lifts the restriction.
+func (s *rowSubset) set(spans []device.Span, per, align, n int) error {
+	s.on = spans != nil
+	s.items, s.ends = s.items[:0], s.ends[:0]
+	last, a, ni := int32(-1), int32(per*align), int32(n/per)
+	for _, sp := range spans {
+		if sp.Lo < 0 || sp.Hi > int32(n) || sp.Lo >= sp.Hi || sp.Lo < last {
+			s.on = false
+			s.items = s.items[:0]
+			return fmt.Errorf("rows %d..%d of %d, after %d: not sorted, disjoint spans of the output: %w", sp.Lo, sp.Hi, n, last, ErrUnsupported)
+		}
+		last = sp.Hi
+		lo, hi := sp.Lo/a*int32(align), min(ni, (sp.Hi+a-1)/a*int32(align))
+		if k := len(s.items) - 1; k >= 0 && lo <= s.items[k].Hi {
+			s.items[k].Hi = max(s.items[k].Hi, hi)
+			continue
+		}
+		s.items = append(s.items, device.Span{Lo: lo, Hi: hi})
+	}
+	total := 0
+	for _, it := range s.items {
+		total += int(it.Hi - it.Lo)
+		s.ends = append(s.ends, total)
+	}
+	return nil
+}
+
+// total is the items the restriction runs.
+func (s *rowSubset) total() int {
+	if len(s.ends) == 0 {
+		return 0
+	}
+	return s.ends[len(s.ends)-1]
+}
+
+// do runs the restriction's items [i0, i1) as the command's own items.
+func (s *rowSubset) do(w, i0, i1 int) {
+	lo, hi := 0, len(s.ends) // the first span whose end is past i0
+	for lo < hi {
+		if m := (lo + hi) / 2; s.ends[m] > i0 {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	for j := lo; j < len(s.items) && i0 < i1; j++ {
+		start := s.ends[j] - int(s.items[j].Hi-s.items[j].Lo)
+		end := min(i1, s.ends[j])
+		s.t.do(w, int(s.items[j].Lo)+i0-start, int(s.items[j].Lo)+end-start)
+		i0 = end
+	}
+}
+
+// fill writes -inf to the rows of each output row (rows of them, ldc
+// apart, n wide) that no item of the restriction computed, per rows an
+// item.
+func (s *rowSubset) fill(a act, y []byte, rows, ldc, n, per int) {
+	inf := float32(math.Inf(-1))
+	for i := range rows {
+		r := 0
+		for _, it := range s.items {
+			for ; r < int(it.Lo)*per; r++ {
+				a.set(y, i*ldc+r, inf)
+			}
+			r = min(n, int(it.Hi)*per)
+		}
+		for ; r < n; r++ {
+			a.set(y, i*ldc+r, inf)
+		}
+	}
+}
+
+// OutputRows restricts command cmd of program p, a GEMV or GEMM, to the
+// output rows of spans (sorted, disjoint; nil: every row again): each run
+// computes at least those rows (with the rest of their x16 group of 16) and
+// writes -inf to every other row, so that an argmax or a softmax over the
+// output sees only the rows computed. A draft model's LM head over a
+// shortlist of its vocabulary (ADR 0014). ErrUnsupported for another
+// kernel, a fused GEMV form whose rows are not independent (gate|up pairs,
+// a residual's), or a GEMV that runs in a group.
+func (b *Backend) OutputRows(p device.Program, cmd int, spans []device.Span) error {
+	if p.ID() < 1 || p.ID() > len(b.progs) || b.progs[p.ID()-1] == nil || cmd < 0 || cmd >= len(b.progs[p.ID()-1]) {
+		return fmt.Errorf("cpu: OutputRows: no command %d of program %d: %w", cmd, p.ID(), ErrUnsupported)
+	}
+	e := b.progs[p.ID()-1][cmd]
+	switch g := e.impl.(type) {
+	case *gemv:
+		if g.glu || g.res || e.group != nil || e.grouped {
+			return fmt.Errorf("cpu: %s: a GEMV whose rows run with others: %w", e.Label, ErrUnsupported)
+		}
+		g.sub.t = g
+		return g.sub.set(spans, g.unit(), max(1, 4/g.unit()), int(g.p.N))
+	case *gemm:
+		if g.pairs {
+			return fmt.Errorf("cpu: %s: a gate|up GEMM: %w", e.Label, ErrUnsupported)
+		}
+		g.sub.t = g
+		return g.sub.set(spans, g.unit(), max(1, 4/g.unit()), int(g.p.N))
+	}
+	return fmt.Errorf("cpu: %s (%s): not a GEMV or GEMM: %w", e.Label, e.Kernel.Name, ErrUnsupported)
+}
+
+// unit is the rows an item of the pool's run covers (a row, or an x16
+// group); items are taken in quads of rows, as the unrestricted run's
+// chunks start.
+func (g *gemv) unit() int {
+	if g.x16 != nil {
+		return x16Rows
+	}
+	return 1
+}
+
+func (g *gemm) unit() int {
+	if g.x16 != nil {
+		return x16Rows
+	}
+	return 1
+}
