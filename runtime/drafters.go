@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/device"
 	"github.com/akunu-dev/akunu/runtime/sampling"
 )
 
@@ -73,6 +74,17 @@ type ModelDrafter struct {
 	nq    int
 	most  int
 	logit []float32
+	// The shortlist (SetShortlist): the ids below vocab, the end-of-
+	// generation tokens (eog, those at or past vocab) and every other
+	// token of the conversation (extra, sorted); spans is that list as the
+	// LM head takes it, ver its version, dirty until it is built again.
+	vocab  int
+	eog    []int32
+	extra  []int32
+	spans  []device.Span
+	ver    uint64
+	dirty  bool
+	listed bool // the latest draft's LM head over the list
 }
 
 // NewModelDrafter checks that draft's vocabulary is target's (ErrDraftVocab
@@ -91,12 +103,99 @@ func NewModelDrafter(target, draft *Model, most int) (*ModelDrafter, error) {
 	}
 	most = max(1, most)
 	n := draft.Ctx()
-	return &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most,
-		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}, nil
+	d := &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most,
+		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}
+	return d, nil
 }
 
-// Close gives the draft session's slot back.
-func (d *ModelDrafter) Close() { d.s.Close() }
+// SetShortlist has the draft model's LM head compute the logits of the
+// token ids below n (a byte-pair vocabulary orders its ids by merge rank,
+// commonest first), the end-of-generation tokens and every token the
+// conversation holds, and no others (-inf): where the vocabulary is large
+// the LM head is much of a small model's bytes (a quarter of the Qwen3-0.6B
+// shape's), and the drafts are then the commonest tokens or ones the
+// conversation has. Greedy output stays the target's; a target token
+// outside the list is a rejected draft. n 0 (NewModelDrafter's), or n at
+// least the vocabulary, computes every logit. It takes effect where the
+// backend can restrict a command's rows (the CPU); elsewhere every logit
+// is computed. ADR 0014 has what it measured.
+func (d *ModelDrafter) SetShortlist(n int) {
+	if n <= 0 || n >= d.m.vocab {
+		n = 0
+	}
+	d.vocab, d.eog, d.extra, d.dirty = n, d.eog[:0], d.extra[:0], true
+	if n == 0 {
+		return
+	}
+	v := d.m.Tokenizer.Vocab()
+	for _, t := range append([]int32{v.EOS, v.EOT, v.EOM}, v.EOG...) {
+		if t >= int32(n) && t < int32(d.m.vocab) && !slices.Contains(d.eog, t) {
+			d.eog = append(d.eog, t)
+		}
+	}
+	slices.Sort(d.eog)
+	// A conversation holds at most the context's tokens: with room for
+	// that many, noting them never allocates.
+	room := min(d.m.vocab-n, d.m.Ctx()) + len(d.eog)
+	if cap(d.extra) < room {
+		d.extra, d.spans = make([]int32, 0, room), make([]device.Span, 0, room+1)
+	}
+	d.extra = append(d.extra, d.eog...)
+}
+
+// Shortlisted reports whether the draft model's LM head computed a
+// shortlist of the vocabulary (SetShortlist) in this drafter's latest
+// draft.
+func (d *ModelDrafter) Shortlisted() bool { return d.listed }
+
+// note adds the conversation's tokens hist to the shortlist, from scratch
+// when fresh (a new conversation), and sets the draft model's LM head to
+// it.
+func (d *ModelDrafter) note(hist []int32, fresh bool) error {
+	if d.vocab == 0 {
+		d.listed = false
+		if d.m.logitRows.on && d.m.logitRows.owner == d {
+			_, err := d.m.setLogitRows(nil, nil, 0)
+			return err
+		}
+		return nil
+	}
+	if fresh && len(d.extra) > len(d.eog) {
+		d.extra, d.dirty = append(d.extra[:0], d.eog...), true
+	}
+	for _, t := range hist {
+		if t < int32(d.vocab) || t >= int32(d.m.vocab) {
+			continue
+		}
+		if i, ok := slices.BinarySearch(d.extra, t); !ok {
+			d.extra, d.dirty = slices.Insert(d.extra, i, t), true
+		}
+	}
+	if d.dirty {
+		d.spans = append(d.spans[:0], device.Span{Lo: 0, Hi: int32(d.vocab)})
+		for _, t := range d.extra {
+			if k := len(d.spans) - 1; d.spans[k].Hi == t {
+				d.spans[k].Hi++
+				continue
+			}
+			d.spans = append(d.spans, device.Span{Lo: t, Hi: t + 1})
+		}
+		d.ver++
+		d.dirty = false
+	}
+	on, err := d.m.setLogitRows(d.spans, d, d.ver)
+	d.listed = on
+	return err
+}
+
+// Close gives the draft session's slot back, and the draft model's LM head
+// its every row where this drafter restricted it.
+func (d *ModelDrafter) Close() {
+	if d.m.logitRows.owner == d {
+		_, _ = d.m.setLogitRows(nil, nil, 0) // every row again: nothing to refuse
+	}
+	d.s.Close()
+}
 
 // CheckDraftVocab refuses a draft model whose vocabulary is not the
 // target's: the same logits width, the same tokens in the same order and
@@ -153,6 +252,9 @@ func (d *ModelDrafter) Draft(ctx context.Context, hist []int32, most int, sp sam
 	}
 	s.Rewind(lcp)
 	s.hist = append(s.hist, hist[lcp:]...)
+	if err := d.note(hist[lcp:], lcp == 0); err != nil {
+		return out, err
+	}
 	greedy := sp.Temperature <= 0
 	start := len(out)
 	// Catch up: the rows the session has not seen but the last. Greedy

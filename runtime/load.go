@@ -91,6 +91,15 @@ type Model struct {
 	// decodeRows is the most rows of distinct sequences a Forward replays
 	// as decode steps (the backend's DecodeRows; 1: a lone row only).
 	decodeRows int
+	// logitRows is the LM heads' restriction to a shortlist of the
+	// vocabulary (a draft model's; shortlist.go): its commands, whether it
+	// is on, and the list's owner and version.
+	logitRows struct {
+		heads []lmHead
+		on    bool
+		owner any
+		ver   uint64
+	}
 
 	// grammarVocab is the tokens' bytes as a grammar matches them, built
 	// on the first constrained generation (constrain.go).

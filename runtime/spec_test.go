@@ -650,7 +650,13 @@ func TestSpeculativeDecodeDoesNotAllocatePerToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer md.Close()
-	for _, d := range []Drafter{&NGram{}, md} {
+	listed, err := NewModelDrafter(m, draft, 6) // its LM head over the ids below 64 and the conversation's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listed.Close()
+	listed.SetShortlist(64)
+	for _, d := range []Drafter{&NGram{}, md, listed} {
 		for _, smp := range []Sampling{{}, {Temperature: 0.9, TopK: 40, Seed: 1}} {
 			s := sess(t, m)
 			allocs := func(n int) float64 {

@@ -25,7 +25,7 @@ func init() {
 			"batched decode of many sequences (--batch) and streaming latency (--stream)",
 		Usage: "PLAN [-p 512] [-n 128] [-c 1] [-r 5] [--batch 1,2,4,8,16] [--stream] [--json] [--threads N] [--model PATH]\n" +
 			"       [--embed 1,32 [--embed-tokens 64]]: embedding throughput, inputs per second (the default for an embedding model)\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--prompt TEXT | --prompt-file F]]\n" +
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--draft-vocab N] [--prompt TEXT | --prompt-file F]]\n" +
 			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]: decode with and without the constraint, alternating",
 		Run: runBench,
 	})

@@ -20,7 +20,7 @@ func init() {
 		Summary: "talk with a chat model: multi-turn, streaming, the KV cache kept between turns (Ctrl-C ends an answer)",
 		Usage: "PLAN [--system TEXT] [--template NAME] [--think] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop TEXT]... [--model PATH]\n" +
 			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object] (each answer; thinking off)\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--draft-vocab N]]",
 		Run: runChat,
 	})
 }

@@ -25,7 +25,7 @@ func init() {
 		Summary: "generate text from a prompt with a compiled plan (streams; Ctrl-C ends the answer; --json for one object)",
 		Usage: "PLAN -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop TEXT]... [--threads N] [--json] [--top-logits K] [--model PATH]\n" +
 			"       [--grammar FILE.gbnf | --json-schema FILE.json | --json-object]\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]]",
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--draft-vocab N]]",
 		Run: runRun,
 	})
 }

@@ -26,7 +26,7 @@ func init() {
 		Summary: "an OpenAI-compatible HTTP server: chat and text completions, streamed, many requests decoded together",
 		Usage: "PLAN [PLAN...] [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--api-key KEY | --api-key-file F]\n" +
 			"       [--rate-limit RPM] [--max-queue N] [--idle-unload DUR] [--memory-budget BYTES] [--template NAME | --chat-template-file F] [--backend auto|cuda|metal|cpu] [--threads N]\n" +
-			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K]] [--spec-plan PLAN=ngram|draft:DRAFT|none ...]",
+			"       [--spec ngram|draft [--draft PLAN] [--draft-max K] [--draft-min K] [--draft-vocab N]] [--spec-plan PLAN=ngram|draft:DRAFT|none ...]",
 		Run: runServe,
 	})
 }
@@ -197,7 +197,7 @@ func parseBytes(s string) (int64, error) {
 func serveSpecs(spf specFlags, perPlan []string, plans []string) (map[string]server.Spec, error) {
 	spec := map[string]server.Spec{}
 	if *spf.mode != "" {
-		spec[""] = server.Spec{Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min}
+		spec[""] = server.Spec{Mode: *spf.mode, DraftPlan: *spf.draft, DraftModel: *spf.draftModel, Max: *spf.max, Min: *spf.min, Vocab: *spf.vocab}
 	}
 	for _, v := range perPlan {
 		plan, mode, ok := strings.Cut(v, "=")
@@ -218,7 +218,7 @@ func serveSpecs(spf specFlags, perPlan []string, plans []string) (map[string]ser
 		if _, dup := spec[plan]; dup {
 			return nil, bad(fmt.Sprintf("%s has a --spec-plan already", plan))
 		}
-		s := server.Spec{Max: *spf.max, Min: *spf.min}
+		s := server.Spec{Max: *spf.max, Min: *spf.min, Vocab: *spf.vocab}
 		if mode != "none" {
 			s.Mode, s.DraftPlan = mode, draft
 		}

@@ -91,6 +91,10 @@ type Spec struct {
 	// Max and Min bound the drafts a step verifies (0: the runtime's
 	// defaults); the length adapts to the acceptance rate in between.
 	Max, Min int
+	// Vocab is the draft model's shortlist (runtime.ModelDrafter's
+	// SetShortlist): the token ids below it and the conversation's; 0
+	// every token.
+	Vocab int
 }
 
 // specFor is the Spec of the plan at path, if any.

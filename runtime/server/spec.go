@@ -41,6 +41,7 @@ func newSpeculation(sp Spec, target *runtime.Model, slots int) (*speculation, er
 				s.close()
 				return nil, fmt.Errorf("the draft plan %s: %w", sp.DraftPlan, err)
 			}
+			md.SetShortlist(sp.Vocab)
 			s.drafters = append(s.drafters, md)
 			s.closers = append(s.closers, md.Close)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +38,11 @@ func TestSpeculatingServerAnswersAsAPlainOne(t *testing.T) {
 		return out
 	}
 	want := complete(startServer(t, Config{}))
-	for _, sp := range []Spec{{Mode: "ngram", Max: 6}, {Mode: "draft", DraftPlan: plan, DraftModel: gguf, Max: 4}} {
-		t.Run(sp.Mode, func(t *testing.T) {
+	// The last: each slot's drafter with its shortlist (the ids below 64
+	// and its conversation's) over the one draft model they share.
+	for _, sp := range []Spec{{Mode: "ngram", Max: 6}, {Mode: "draft", DraftPlan: plan, DraftModel: gguf, Max: 4},
+		{Mode: "draft", DraftPlan: plan, DraftModel: gguf, Max: 4, Vocab: 64}} {
+		t.Run(fmt.Sprintf("%s vocab %d", sp.Mode, sp.Vocab), func(t *testing.T) {
 			got := complete(startServer(t, Config{Spec: map[string]Spec{"": sp}}))
 			for i := range prompts {
 				if got[i] != want[i] || got[i] == "" {
