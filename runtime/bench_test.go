@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/runtime/sampling"
 )
 
 // BenchmarkDecodeStories260K is chain decode of stories260K on the CPU
@@ -123,6 +124,62 @@ func BenchmarkForwardRows(b *testing.B) {
 				if err := m.Forward(bg, &batch); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkDraftShortlist times a draft model's Draft of 7 tokens after a
+// pass that accepted everything (a catch-up of two rows, then a chain),
+// with its LM head over every token and over a shortlist of the ids below
+// 32768 (SetShortlist): ns/op is a draft of 7. AKUNU_BENCH_PLAN and AKUNU_BENCH_DRAFT
+// name the target's and the draft's plans (the Q8_0 and Q4_0 Qwen3-0.6B
+// shapes of scripts/bench-spec.sh), AKUNU_BENCH_THREADS the threads;
+// without them it skips (the small test models have no vocabulary to cut).
+func BenchmarkDraftShortlist(b *testing.B) {
+	tp, dp := os.Getenv("AKUNU_BENCH_PLAN"), os.Getenv("AKUNU_BENCH_DRAFT")
+	if tp == "" || dp == "" {
+		b.Skip("AKUNU_BENCH_PLAN and AKUNU_BENCH_DRAFT name a target's and its draft's plans")
+	}
+	threads := 2
+	if v := os.Getenv("AKUNU_BENCH_THREADS"); v != "" {
+		if _, err := fmt.Sscan(v, &threads); err != nil {
+			b.Fatalf("AKUNU_BENCH_THREADS %q: %v", v, err)
+		}
+	}
+	target, err := Load(tp, Options{Threads: threads})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { target.Close() })
+	draft, err := Load(dp, Options{Backend: target.Backend()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { draft.Close() })
+	prompt := target.Tokenizer.Tokenize("Once upon a time", true, false)
+	for _, n := range []int{0, 32768} {
+		b.Run(fmt.Sprintf("vocab%d", n), func(b *testing.B) {
+			d, err := NewModelDrafter(target, draft, 8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			d.SetShortlist(n)
+			hist := slices.Clone(prompt)
+			var out []int32
+			for b.Loop() {
+				if len(hist)+16 > draft.Ctx() {
+					hist = hist[:len(prompt)]
+				}
+				if out, err = d.Draft(bg, hist, 7, sampling.Params{}, out[:0]); err != nil {
+					b.Fatal(err)
+				}
+				hist = append(hist, out...)
+				hist = append(hist, out[len(out)-1]) // the target's own token after them
+			}
+			if n > 0 && !d.Shortlisted() {
+				b.Fatal("the shortlist did not take")
 			}
 		})
 	}

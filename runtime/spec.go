@@ -66,6 +66,10 @@ type SpecStats struct {
 	Drafted  int `json:"drafted"`  // drafts verified
 	Accepted int `json:"accepted"` // drafts accepted
 	Plain    int `json:"plain"`    // tokens decoded without drafts
+	// Drafting and Verifying are the time the passes spent drafting and
+	// in their verify Forward and its acceptance.
+	Drafting  time.Duration `json:"drafting_ns"`
+	Verifying time.Duration `json:"verifying_ns"`
 }
 
 // AcceptRate is the share of verified drafts accepted.
@@ -316,6 +320,8 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 			sp.ad.timePlain(time.Since(t0), 1)
 			continue
 		}
+		t1 := time.Now()
+		g.res.Spec.Drafting += t1.Sub(t0)
 		b := &sp.batch
 		b.Reset()
 		b.Add(s.hist[pos], int32(pos), int32(s.seq), true)
@@ -332,6 +338,7 @@ func (s *Session) decodeSpec(ctx context.Context, g *generation) (Stop, error) {
 		}
 		stop, done := sp.verify(g, s, 0, pos, drafts)
 		m.Rewind(s.seq, len(s.hist)-1) // the rows of rejected drafts are forgotten
+		g.res.Spec.Verifying += time.Since(t1)
 		if done {
 			return stop, nil
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/akunu-dev/akunu/internal/cli"
 	"github.com/akunu-dev/akunu/runtime"
@@ -84,7 +85,19 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 	prog := newProgress(ctx.Stderr, reps)
 	prog.phase(fmt.Sprintf("plain and --spec %s decode of %d tokens after %d, %d runs after a warm-up", *b.spec.mode, tg, len(prompt), reps))
 	smp := runtime.Sampling{Temperature: float32(*b.temp), Seed: uint32(*b.seed)}
-	r, err := m.BenchSpec(prompt, tg, reps, smp, func() (*runtime.Speculation, func(), error) { return spc.speculation(m) },
+	shortlisted := false // the draft model's LM head over its shortlist (--draft-vocab)
+	r, err := m.BenchSpec(prompt, tg, reps, smp, func() (*runtime.Speculation, func(), error) {
+		o, done, err := spc.speculation(m)
+		if err != nil {
+			return o, done, err
+		}
+		return o, func() {
+			if d, ok := o.Drafter.(*runtime.ModelDrafter); ok {
+				shortlisted = d.Shortlisted()
+			}
+			done()
+		}, nil
+	},
 		func(rep int, plain, spec float64) {
 			prog.rep(rep, fmt.Sprintf("plain %.2f t/s, speculative %.2f t/s", plain, spec))
 		})
@@ -98,7 +111,7 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 		out := map[string]any{"plan": m.Plan.Header.Model.File, "spec": *b.spec.mode, "draft": *b.spec.draft, "draft_max": *b.spec.max,
 			"prompt_tokens": len(prompt), "tg": tg, "reps": reps,
 			"plain_tok_s_median": plain, "spec_tok_s_median": spec, "speedup": speedup, "plain_runs": r.Plain, "spec_runs": r.Spec,
-			"temp": *b.temp, "seed": *b.seed, "accept_rate": r.Stats.AcceptRate(), "tokens_per_pass": r.Stats.TokensPerPass(), "stats": r.Stats, "same_tokens": r.Same}
+			"temp": *b.temp, "seed": *b.seed, "accept_rate": r.Stats.AcceptRate(), "tokens_per_pass": r.Stats.TokensPerPass(), "stats": r.Stats, "same_tokens": r.Same, "draft_shortlisted": shortlisted}
 		enc := json.NewEncoder(ctx.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
@@ -118,5 +131,18 @@ func benchSpec(ctx *cli.Context, m *runtime.Model, b benchSpecFlags, tg, reps in
 	}
 	fmt.Fprintf(ctx.Stdout, "\nmedians of %d runs [min–max]; last run: %d passes, %d of %d drafts accepted, %d steps without drafts; %s\n",
 		reps, r.Stats.Passes, r.Stats.Accepted, r.Stats.Drafted, r.Stats.Plain, same)
+	if st := r.Stats; st.Passes > 0 {
+		list := ""
+		if *b.spec.mode == "draft" {
+			list = "; the draft's LM head over every token"
+			if shortlisted {
+				list = fmt.Sprintf("; the draft's LM head over its shortlist (--draft-vocab %d)", *b.spec.vocab)
+			}
+		}
+		fmt.Fprintf(ctx.Stdout, "a pass of the last run: drafting %.2f ms, verifying %.2f ms; a plain token %.2f ms%s\n",
+			msOf(st.Drafting)/float64(st.Passes), msOf(st.Verifying)/float64(st.Passes), 1000/plain, list)
+	}
 	return nil
 }
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

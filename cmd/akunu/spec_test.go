@@ -35,6 +35,8 @@ func TestSpecFlagsAreChecked(t *testing.T) {
 		{"draft-min", []string{"--spec", "ngram", "--draft-min", "0"}},
 		{"draft-min", []string{"--spec", "ngram", "--draft-max", "4", "--draft-min", "5"}},
 		{"draft-model", []string{"--draft-model", "x.gguf"}},
+		{"draft-vocab", []string{"--spec", "draft", "--draft", plan, "--draft-vocab", "-1"}},
+		{"draft-vocab", []string{"--spec", "ngram", "--draft-vocab", "64"}},
 	} {
 		for _, cmd := range []string{"run", "chat", "bench", "serve"} {
 			args := append([]string{cmd, plan, "--backend", "cpu"}, c.args...)
@@ -92,7 +94,8 @@ func TestRunSpecGivesPlainTokens(t *testing.T) {
 	if code != 0 || len(want.Tokens) == 0 {
 		t.Fatalf("plain run: exit %d", code)
 	}
-	for _, extra := range [][]string{{"--spec", "ngram"}, {"--spec", "draft", "--draft", plan, "--draft-model", model, "--draft-max", "4"}} {
+	for _, extra := range [][]string{{"--spec", "ngram"}, {"--spec", "draft", "--draft", plan, "--draft-model", model, "--draft-max", "4"},
+		{"--spec", "draft", "--draft", plan, "--draft-model", model, "--draft-max", "4", "--draft-vocab", "64"}} {
 		got, errOut, code := run(extra...)
 		if code != 0 || !slices.Equal(got.Tokens, want.Tokens) || got.Spec == nil || got.Spec.Passes == 0 {
 			t.Fatalf("%v: exit %d (%s), tokens %v, spec %+v\nplain %v", extra, code, errOut, got.Tokens, got.Spec, want.Tokens)
@@ -102,6 +105,28 @@ func TestRunSpecGivesPlainTokens(t *testing.T) {
 	_, errOut, code := run("--spec", "draft", "--draft", other)
 	if code == 0 || !strings.Contains(errOut, "vocabulary") || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("a draft of another vocabulary: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// akunu bench --spec draft says where a pass's time went (drafting and
+// verifying, beside a plain token) and whether the draft's LM head ran over
+// its shortlist.
+func TestBenchSpecSaysWhereAPassGoes(t *testing.T) {
+	plan := compileShared(t, "models", "stories260K.gguf")
+	model, err := llamacpp.SharedPath("models", "stories260K.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for vocab, want := range map[string]string{"0": "the draft's LM head over every token", "64": "the draft's LM head over its shortlist (--draft-vocab 64)"} {
+		var o, e bytes.Buffer
+		args := []string{"bench", plan, "--model", model, "--backend", "cpu", "-n", "24", "-r", "1", "--spec", "draft", "--draft", plan,
+			"--draft-model", model, "--draft-vocab", vocab}
+		if code := runIO(args, strings.NewReader(""), &o, &e); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, e.String())
+		}
+		if !strings.Contains(o.String(), "a pass of the last run: drafting ") || !strings.Contains(o.String(), want) {
+			t.Fatalf("--draft-vocab %s: no pass line with %q in\n%s", vocab, want, o.String())
+		}
 	}
 }
 
@@ -149,16 +174,16 @@ func synthCPUPlan(t *testing.T, o synth.Options, ctx int) string {
 // a mode, a draft model's plan, or none; what names no served plan or no
 // mode is one line naming the flag (exit 2).
 func TestServeSpecPlans(t *testing.T) {
-	mode, draft, draftModel, most, least := "ngram", "", "", 6, 2
-	spf := specFlags{mode: &mode, draft: &draft, draftModel: &draftModel, max: &most, min: &least}
+	mode, draft, draftModel, most, least, vocab := "ngram", "", "", 6, 2, 512
+	spf := specFlags{mode: &mode, draft: &draft, draftModel: &draftModel, max: &most, min: &least, vocab: &vocab}
 	got, err := serveSpecs(spf, []string{"b.plan=none", "c.plan=draft:d.plan"}, []string{"a.plan", "b.plan", "c.plan"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]server.Spec{
-		"":       {Mode: "ngram", Max: 6, Min: 2},
-		"b.plan": {Max: 6, Min: 2},
-		"c.plan": {Mode: "draft", DraftPlan: "d.plan", Max: 6, Min: 2},
+		"":       {Mode: "ngram", Max: 6, Min: 2, Vocab: 512},
+		"b.plan": {Max: 6, Min: 2, Vocab: 512},
+		"c.plan": {Mode: "draft", DraftPlan: "d.plan", Max: 6, Min: 2, Vocab: 512},
 	}
 	if !maps.Equal(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
