@@ -85,6 +85,7 @@ type ModelDrafter struct {
 	ver    uint64
 	dirty  bool
 	listed bool // the latest draft's LM head over the list
+	self   bool // the draft model is the target: its heads stay whole
 }
 
 // NewModelDrafter checks that draft's vocabulary is target's (ErrDraftVocab
@@ -103,7 +104,7 @@ func NewModelDrafter(target, draft *Model, most int) (*ModelDrafter, error) {
 	}
 	most = max(1, most)
 	n := draft.Ctx()
-	d := &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most,
+	d := &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most, self: draft == target,
 		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}
 	return d, nil
 }
@@ -118,9 +119,10 @@ func NewModelDrafter(target, draft *Model, most int) (*ModelDrafter, error) {
 // outside the list is a rejected draft. n 0 (NewModelDrafter's), or n at
 // least the vocabulary, computes every logit. It takes effect where the
 // backend can restrict a command's rows (the CPU); elsewhere every logit
-// is computed. ADR 0014 has what it measured.
+// is computed, and so where the draft model is the target itself, whose
+// verify passes need every logit. ADR 0014 has what it measured.
 func (d *ModelDrafter) SetShortlist(n int) {
-	if n <= 0 || n >= d.m.vocab {
+	if n <= 0 || n >= d.m.vocab || d.self {
 		n = 0
 	}
 	d.vocab, d.eog, d.extra, d.dirty = n, d.eog[:0], d.extra[:0], true

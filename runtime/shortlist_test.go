@@ -94,3 +94,41 @@ func TestDraftShortlistEqualsPlain(t *testing.T) {
 		t.Logf("shortlist %d: %+v, acceptance %.2f", n, got.Spec, got.Spec.AcceptRate())
 	}
 }
+
+// Sampled speculation with a shortlisted draft (its drafts drawn from q
+// over the list) is reproducible from its seed; a draft model that is the
+// target itself keeps every logit, so that its verify passes see them.
+func TestDraftShortlistSampledAndSelf(t *testing.T) {
+	target := synthLoad(t, "qwen3", dtype.Q8_0)
+	draft := loadOn(t, synthModel(t, "qwen3", dtype.Q4_0), target)
+	p := target.Tokenizer.Tokenize(randomPrompt, true, false)
+	o := GenerateOptions{MaxTokens: 30, IgnoreEOS: true, Sampling: Sampling{Temperature: 0.8, TopK: 40, Seed: 3}}
+	var runs [2][]int32
+	for i := range runs {
+		d, err := NewModelDrafter(target, draft, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.SetShortlist(64)
+		r := genNew(t, target, p, specOpts(o, d, true))
+		if !d.Shortlisted() || r.Spec.Passes == 0 {
+			t.Fatalf("run %d: shortlisted %v, %+v", i, d.Shortlisted(), r.Spec)
+		}
+		d.Close()
+		runs[i] = r.Tokens
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Fatalf("seed 3 twice: %v\n%v", runs[0], runs[1])
+	}
+	want := genNew(t, target, p, GenerateOptions{MaxTokens: 20, IgnoreEOS: true})
+	d, err := NewModelDrafter(target, target, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	d.SetShortlist(64)
+	got := genNew(t, target, p, specOpts(GenerateOptions{MaxTokens: 20, IgnoreEOS: true}, d, true))
+	if d.Shortlisted() || !slices.Equal(got.Tokens, want.Tokens) {
+		t.Fatalf("the target drafting for itself: shortlisted %v, %v against plain %v", d.Shortlisted(), got.Tokens, want.Tokens)
+	}
+}
