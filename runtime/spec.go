@@ -66,8 +66,9 @@ type SpecStats struct {
 	Drafted  int `json:"drafted"`  // drafts verified
 	Accepted int `json:"accepted"` // drafts accepted
 	Plain    int `json:"plain"`    // tokens decoded without drafts
-	// Drafting and Verifying are the time the passes spent drafting and
-	// in their verify Forward and its acceptance.
+	// Drafting and Verifying are the time a Session's passes spent
+	// drafting and in their verify Forward and its acceptance (a
+	// Batcher's steps serve several generations and leave them 0).
 	Drafting  time.Duration `json:"drafting_ns"`
 	Verifying time.Duration `json:"verifying_ns"`
 }
