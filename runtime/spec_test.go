@@ -634,7 +634,9 @@ func TestBatcherSpeculates(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := genNew(t, m, m.Tokenizer.Tokenize(copyPrompt, true, false), o)
-	counts := func(s SpecStats) SpecStats { return SpecStats{Passes: s.Passes, Drafted: s.Drafted, Accepted: s.Accepted, Plain: s.Plain} }
+	counts := func(s SpecStats) SpecStats {
+		return SpecStats{Passes: s.Passes, Drafted: s.Drafted, Accepted: s.Accepted, Plain: s.Plain}
+	}
 	if got := g.Result(); !slices.Equal(got.Tokens, want.Tokens) || counts(got.Spec) != counts(want.Spec) || want.Spec.Passes == 0 {
 		t.Fatalf("sampled, batched %v %+v\nalone %v %+v", got.Tokens, got.Spec, want.Tokens, want.Spec)
 	}
