@@ -77,6 +77,17 @@ type decodeRows interface {
 	DecodeRows(p *plans.Plan) int
 }
 
+// splitRows is a Backend whose batch programs of up to SplitRows(plan)
+// rows run at several times a row's rate of the larger ones (on NVIDIA the
+// planar small GEMMs of 2 to 8 rows against the tiled GEMM of 16 and up,
+// whose replay costs about the same at 9 rows as at 32). A replay of r
+// rows, s < r ≤ 2s for s = SplitRows, runs as s rows and then r − s; more
+// rows are one replay, a split into three costing more than the tiled
+// one. 0 splits nothing (the CPU, whose cost grows with the rows).
+type splitRows interface {
+	SplitRows(p *plans.Plan) int
+}
+
 // The CPU backend is a Backend as it is: no adapter, no downcast.
 var _ Backend = (*cpu.Backend)(nil)
 

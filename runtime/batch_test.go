@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -486,4 +487,74 @@ func planarRowsAgree(t *testing.T, m *Model, tol float64) {
 	}
 	agree, worst := holdToReference(t, arch, got, gotLogits, want, wantLogits, tol)
 	t.Logf("%d of %d rows agree with decode, max |Δ|/max|logit| = %.3g", agree, n-1, worst)
+}
+
+// splitRowsLog is an encodeLog that cuts replays of more than rows rows,
+// and at most twice as many, in two, as the CUDA backend does for plans
+// whose small GEMMs are planar.
+type splitRowsLog struct {
+	*encodeLog
+	rows int
+}
+
+func (s splitRowsLog) SplitRows(*plans.Plan) int { return s.rows }
+
+// Where the backend asks for it, a Forward of s < r ≤ 2s rows replays s
+// rows and then the rest (a lone row with its output as a decode step),
+// past 2s one program; the logits are the whole Forward's, bit for bit
+// (the CPU's batch programs give every row the decode program's bits).
+func TestSplitRowsReplayTwice(t *testing.T) {
+	path := synthModel(t, "qwen3", dtype.Q4_0)
+	plan := compile(t, path, "cpu-avx2:2")
+	plain := load(t, plan, path, 2)
+	for _, tc := range []struct {
+		rows, split int
+		replays     map[int]int // batch program rows: replays
+		decode      int
+	}{
+		{rows: 7, split: 4, replays: map[int]int{4: 2}},
+		{rows: 5, split: 4, replays: map[int]int{4: 1}, decode: 1},
+		{rows: 9, split: 4, replays: map[int]int{16: 1}},
+		{rows: 4, split: 4, replays: map[int]int{4: 1}},
+	} {
+		t.Run(fmt.Sprintf("%d rows split at %d", tc.rows, tc.split), func(t *testing.T) {
+			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
+			defer log.Close()
+			m, err := Load(plan, Options{Model: path, Backend: splitRowsLog{log, tc.split}, Seqs: testSeqs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			var b Batch
+			p := m.Tokenizer.Tokenize(randomPrompt, true, false)
+			for r := range tc.rows {
+				b.Add(p[r%len(p)], int32(r), 0, true)
+			}
+			b.ReadLogits = true
+			want := make([][]float32, tc.rows)
+			for _, mm := range []*Model{plain, m} {
+				mm.Rewind(0, 0)
+				if err := mm.Forward(bg, &b); err != nil {
+					t.Fatal(err)
+				}
+				for r := range tc.rows {
+					l := mm.OutputLogits(r)
+					if mm == plain {
+						want[r] = slices.Clone(l)
+					} else if !slices.Equal(l, want[r]) {
+						t.Fatalf("row %d: the split Forward's logits differ from the whole one's", r)
+					}
+				}
+			}
+			got := map[int]int{}
+			for _, pr := range m.batch {
+				if n := log.steps[pr.h]; n > 0 {
+					got[int(pr.p.Batch)] = n
+				}
+			}
+			if !maps.Equal(got, tc.replays) || log.steps[m.decode.h] != tc.decode {
+				t.Fatalf("replays %v and %d decode steps; want %v and %d", got, log.steps[m.decode.h], tc.replays, tc.decode)
+			}
+		})
+	}
 }

@@ -106,6 +106,9 @@ func (m *Model) Forward(ctx context.Context, b *Batch) error {
 		// The rows of one replay: as many as the largest program holds,
 		// then fewer while their outputs exceed what it produces.
 		j := min(n, i+m.maxBatch)
+		if s := m.splitRows; s > 0 && j-i > s && j-i <= 2*s {
+			j = i + s // two replays of the fast small programs, not one of the tiled (splitRows)
+		}
 		if m.asDecode(b, i, j) {
 			// One row with its output (a server's lone sequence, a draft
 			// model catching up), or on a GPU a few sequences' next

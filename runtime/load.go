@@ -91,6 +91,9 @@ type Model struct {
 	// decodeRows is the most rows of distinct sequences a Forward replays
 	// as decode steps (the backend's DecodeRows; 1: a lone row only).
 	decodeRows int
+	// splitRows: a replay of more rows than this, and at most twice as
+	// many, runs as two (the backend's SplitRows; 0: none).
+	splitRows int
 	// logitRows is the LM heads' restriction to a shortlist of the
 	// vocabulary (a draft model's; shortlist.go): its commands, whether it
 	// is on, and the list's owner and version.
@@ -231,6 +234,9 @@ func New(p *plans.Plan, o Options) (*Model, error) {
 	m := &Model{Plan: p, ModelPath: o.Model, WeightCheck: note, be: o.Backend, mapping: mp, vocab: int(p.Model.HParams.Vocab), decodeRows: 1}
 	if d, ok := o.Backend.(decodeRows); ok {
 		m.decodeRows = max(1, d.DecodeRows(p))
+	}
+	if sr, ok := o.Backend.(splitRows); ok {
+		m.splitRows = max(0, sr.SplitRows(p))
 	}
 	if m.be == nil {
 		m.be, m.ownsBE = NewCPU(o.Threads), true

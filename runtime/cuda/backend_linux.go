@@ -116,6 +116,11 @@ type Options struct {
 	// lets the plan decide (Backend.DecodeRows), 1 is only a lone row.
 	// AKUNU_CUDA_DECODE_ROWS=N sets it.
 	DecodeRows int
+	// SplitRows is the rows of the batch program that a replay of more
+	// rows, and at most twice as many, is cut into (runtime's splitRows
+	// interface): 0 lets the plan decide (Backend.SplitRows), -1 is no
+	// split. AKUNU_CUDA_SPLIT_ROWS=N sets it (0 there: no split).
+	SplitRows int
 }
 
 // DefaultDecodeRows: up to this many sequences' next tokens, a decode
@@ -198,6 +203,16 @@ func New(opt Options) (*Backend, error) {
 		}
 		opt.DecodeRows = n
 	}
+	if v := os.Getenv("AKUNU_CUDA_SPLIT_ROWS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("cuda: AKUNU_CUDA_SPLIT_ROWS=%q: a count of rows, 0 for none", v)
+		}
+		opt.SplitRows = max(n, -1)
+		if n == 0 {
+			opt.SplitRows = -1
+		}
+	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
 	if os.Getenv("AKUNU_CUDA_PROFILE") == "1" {
 		b.prof = &profiler{byName: map[string]*profStat{}}
@@ -279,6 +294,27 @@ func (b *Backend) DecodeRows(p *plans.Plan) int {
 		return 1
 	}
 	return DefaultDecodeRows
+}
+
+// SplitRows is the rows a replay of more rows, and at most twice as many,
+// is cut into (Options.SplitRows where set): for a plan whose batch
+// programs' small GEMMs are mostly planar (as DecodeRows has it), 8, their
+// largest. A replay of 9 to 16 rows otherwise takes batch.16's tiled
+// GEMM, whose replay costs about what 32 rows cost (on an H200 the 8B
+// Q4_0 shape at 9 sequences 458–462 tok/s in all, at 16 814–818, at 32
+// 1587–1593) where 8 planar rows take half of it (862–867 tok/s at 8 on
+// an H100). Otherwise 0: the small GEMMs over the file's layout are no
+// faster a row than the tiled one.
+func (b *Backend) SplitRows(p *plans.Plan) int {
+	switch {
+	case b.opt.SplitRows < 0:
+		return 0
+	case b.opt.SplitRows > 0:
+		return b.opt.SplitRows
+	case planarShare(p) >= 0.5:
+		return 8
+	}
+	return 0
 }
 
 // planarShare is the share of the weight bytes that the small GEMMs of

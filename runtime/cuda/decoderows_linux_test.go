@@ -31,9 +31,9 @@ func TestThePlanDecidesTheDecodeRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		dt   dtype.Type
-		want int
-	}{{dtype.Q4_0, 1}, {dtype.Q8_0, DefaultDecodeRows}} {
+		dt          dtype.Type
+		want, split int
+	}{{dtype.Q4_0, 1, 8}, {dtype.Q8_0, DefaultDecodeRows, 0}} {
 		o := synth.Options{Arch: "llama", Dim: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, FFN: 512, CtxTrain: 256, DType: tc.dt, Seed: 7}
 		sp, err := synth.Build(reg, o)
 		if err != nil {
@@ -51,9 +51,15 @@ func TestThePlanDecidesTheDecodeRows(t *testing.T) {
 		if got := b.DecodeRows(p); got != tc.want {
 			t.Errorf("%v: %d rows as decode steps (planar share %.2f); want %d", tc.dt, got, planarShare(p), tc.want)
 		}
-		b.opt.DecodeRows = 3
+		if got := b.SplitRows(p); got != tc.split {
+			t.Errorf("%v: replays of 9 to 16 rows cut at %d; want %d", tc.dt, got, tc.split)
+		}
+		b.opt.DecodeRows, b.opt.SplitRows = 3, -1
 		if got := b.DecodeRows(p); got != 3 {
 			t.Errorf("%v: Options.DecodeRows 3 gives %d", tc.dt, got)
+		}
+		if got := b.SplitRows(p); got != 0 {
+			t.Errorf("%v: Options.SplitRows -1 gives %d", tc.dt, got)
 		}
 	}
 }

@@ -22,6 +22,7 @@ type Options struct {
 	SyncEachCommand bool
 	NoGraphs        bool
 	DecodeRows      int
+	SplitRows       int
 }
 
 // Device describes the GPU.
@@ -44,6 +45,7 @@ func New(Options) (*Backend, error) {
 
 func (*Backend) Name() string                           { return "cuda" }
 func (*Backend) DecodeRows(*plans.Plan) int             { return 1 }
+func (*Backend) SplitRows(*plans.Plan) int              { return 0 }
 func (*Backend) Device() Device                         { return Device{} }
 func (*Backend) Uploaded() (int64, time.Duration)       { return 0, 0 }
 func (*Backend) Alloc(int) (device.Buffer, error)       { return device.Buffer{}, ErrUnavailable }
