@@ -153,14 +153,16 @@ func TestALoneBatchedSequenceIsPlainDecode(t *testing.T) {
 	}
 }
 
-// decodeRowsLog is an encodeLog that asks for up to rows sequences' rows
-// as decode steps, as the CUDA backend does.
-type decodeRowsLog struct {
+// rowsLog is an encodeLog that asks, as the CUDA backend does, for up to
+// decode sequences' rows as decode steps (0: a lone row) and for replays
+// of split < r ≤ 2·split rows cut in two (0: none).
+type rowsLog struct {
 	*encodeLog
-	rows int
+	decode, split int
 }
 
-func (d decodeRowsLog) DecodeRows(*plans.Plan) int { return d.rows }
+func (r rowsLog) DecodeRows(*plans.Plan) int { return max(1, r.decode) }
+func (r rowsLog) SplitRows(*plans.Plan) int  { return r.split }
 
 // Where the backend asks for it (a GPU), the next tokens of up to
 // DecodeRows sequences are that many decode steps, not one batch program;
@@ -179,7 +181,7 @@ func TestFewSequencesStepAsDecode(t *testing.T) {
 		t.Run(fmt.Sprintf("rows=%d", tc.rows), func(t *testing.T) {
 			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
 			defer log.Close()
-			m, err := Load(plan, Options{Model: path, Backend: decodeRowsLog{log, tc.rows}, Seqs: testSeqs})
+			m, err := Load(plan, Options{Model: path, Backend: rowsLog{encodeLog: log, decode: tc.rows}, Seqs: testSeqs})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -489,16 +491,6 @@ func planarRowsAgree(t *testing.T, m *Model, tol float64) {
 	t.Logf("%d of %d rows agree with decode, max |Δ|/max|logit| = %.3g", agree, n-1, worst)
 }
 
-// splitRowsLog is an encodeLog that cuts replays of more than rows rows,
-// and at most twice as many, in two, as the CUDA backend does for plans
-// whose small GEMMs are planar.
-type splitRowsLog struct {
-	*encodeLog
-	rows int
-}
-
-func (s splitRowsLog) SplitRows(*plans.Plan) int { return s.rows }
-
 // Where the backend asks for it, a Forward of s < r ≤ 2s rows replays s
 // rows and then the rest (a lone row with its output as a decode step),
 // past 2s one program; the logits are the whole Forward's, bit for bit
@@ -520,7 +512,7 @@ func TestSplitRowsReplayTwice(t *testing.T) {
 		t.Run(fmt.Sprintf("%d rows split at %d", tc.rows, tc.split), func(t *testing.T) {
 			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
 			defer log.Close()
-			m, err := Load(plan, Options{Model: path, Backend: splitRowsLog{log, tc.split}, Seqs: testSeqs})
+			m, err := Load(plan, Options{Model: path, Backend: rowsLog{encodeLog: log, split: tc.split}, Seqs: testSeqs})
 			if err != nil {
 				t.Fatal(err)
 			}

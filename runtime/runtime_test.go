@@ -240,7 +240,7 @@ func TestBatchedDecodeStepDoesNotAllocate(t *testing.T) {
 		model := stories(t)
 		log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
 		defer log.Close()
-		m, err := Load(compile(t, model, "cpu-avx2:2"), Options{Model: model, Backend: decodeRowsLog{log, 4}, Seqs: testSeqs})
+		m, err := Load(compile(t, model, "cpu-avx2:2"), Options{Model: model, Backend: rowsLog{encodeLog: log, decode: 4}, Seqs: testSeqs})
 		if err != nil {
 			t.Fatal(err)
 		}
