@@ -459,36 +459,39 @@ func planarRowsAgree(t *testing.T, m *Model, tol float64) {
 		}
 	}
 	prompt := m.Tokenizer.Tokenize(cudaLongPrompt, true, false)
-	const n = 6
-	ref := ours(t, m, prompt, n)
-	s := sess(t, m)
-	var b Batch
-	for i, tok := range prompt { // the prompt: one batch program of its rows
-		b.Add(tok, int32(i), int32(s.Seq()), i == len(prompt)-1)
+	// 5 rows: one small batch program; 13: on CUDA two replays of them
+	// (SplitRows), elsewhere batch.16.
+	for _, n := range []int{6, 14} {
+		ref := ours(t, m, prompt, n)
+		s := sess(t, m)
+		var b Batch
+		for i, tok := range prompt { // the prompt: one batch program of its rows
+			b.Add(tok, int32(i), int32(s.Seq()), i == len(prompt)-1)
+		}
+		if err := m.Forward(bg, &b); err != nil {
+			t.Fatal(err)
+		}
+		b.Reset() // then the generated tokens as the rows of one Forward
+		for i := range n - 1 {
+			b.Add(ref[i].tok, int32(len(prompt)+i), int32(s.Seq()), true)
+		}
+		b.ReadLogits = true
+		if err := m.Forward(bg, &b); err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		var gotLogits [][]float32
+		for j := range n - 1 {
+			got, gotLogits = append(got, m.OutputToken(j)), append(gotLogits, slices.Clone(m.OutputLogits(j)))
+		}
+		var want []int32
+		var wantLogits [][]float32
+		for _, r := range ref[1:] {
+			want, wantLogits = append(want, r.tok), append(wantLogits, r.logits)
+		}
+		agree, worst := holdToReference(t, arch, got, gotLogits, want, wantLogits, tol)
+		t.Logf("%d of %d rows agree with decode, max |Δ|/max|logit| = %.3g", agree, n-1, worst)
 	}
-	if err := m.Forward(bg, &b); err != nil {
-		t.Fatal(err)
-	}
-	b.Reset() // then the generated tokens as rows of one small batch
-	for i := range n - 1 {
-		b.Add(ref[i].tok, int32(len(prompt)+i), int32(s.Seq()), true)
-	}
-	b.ReadLogits = true
-	if err := m.Forward(bg, &b); err != nil {
-		t.Fatal(err)
-	}
-	var got []int32
-	var gotLogits [][]float32
-	for j := range n - 1 {
-		got, gotLogits = append(got, m.OutputToken(j)), append(gotLogits, slices.Clone(m.OutputLogits(j)))
-	}
-	var want []int32
-	var wantLogits [][]float32
-	for _, r := range ref[1:] {
-		want, wantLogits = append(want, r.tok), append(wantLogits, r.logits)
-	}
-	agree, worst := holdToReference(t, arch, got, gotLogits, want, wantLogits, tol)
-	t.Logf("%d of %d rows agree with decode, max |Δ|/max|logit| = %.3g", agree, n-1, worst)
 }
 
 // Where the backend asks for it, a Forward of s < r ≤ 2s rows replays s
