@@ -161,23 +161,14 @@ func growBytes(s []byte, n int) []byte {
 
 func (g *gemv) run(e *Exec) {
 	g.bindRun(e, g.input(e))
-	n := int(g.p.N)
-	if g.sub.on { // OutputRows: the listed rows' items, -inf elsewhere
-		ib, align := g.rb, 4 // rows, in quads
-		if g.x16 != nil {
-			ib, align = x16Rows*g.rb, 1
-		}
-		e.b.pool.run(&g.sub, g.sub.total(), e.b.pool.gemvGrain(g.sub.total(), ib, align), ib)
-		g.sub.fill(g.act, g.yb, 1, n, n, g.unit())
-		return
+	n, per := int(g.p.N), itemRows(g.x16)
+	ib := per * g.rb
+	t, items := g.sub.task(g, n/per) // restricted (OutputRows): the listed rows' items
+	e.b.pool.run(t, items, e.b.pool.gemvGrain(items, ib, itemAlign(g.x16)), ib)
+	if g.sub.on {
+		g.sub.fill(g.act, g.yb, 1, n, n, per)
 	}
-	if g.x16 != nil {
-		gb := x16Rows * g.rb
-		e.b.pool.run(g, n/x16Rows, e.b.pool.gemvGrain(n/x16Rows, gb, 1), gb)
-		return
-	}
-	e.b.pool.run(g, n, e.b.pool.gemvGrain(n, g.rb, 4), g.rb)
-	if g.glu { // silu_gate's arithmetic, on the whole row as it does
+	if g.glu { // (the _glu and _res forms are neither x16 nor restricted) // silu_gate's arithmetic, on the whole row as it does
 		gate, up := g.gu[:n/2], g.gu[n/2:n]
 		siluMul(gate, up)
 		g.act.store(g.yb, 0, gate)
@@ -445,18 +436,12 @@ func (g *gemm) run(e *Exec) {
 		g.in.g = g
 		e.b.pool.run(&g.in, m, e.b.pool.split(m, 1), 5*k)
 	}
-	if g.sub.on { // OutputRows: the listed rows' items, -inf elsewhere
-		t := g.sub.total()
-		e.b.pool.run(&g.sub, t, e.b.pool.split(t, 1), g.unit()*g.rb*max(m, 1))
-		g.sub.fill(g.act, g.yb, m, int(g.p.LDC), n, g.unit())
-		return
+	per, align := itemRows(g.x16), itemAlign(g.x16)
+	t, items := g.sub.task(g, n/per) // restricted (OutputRows): the listed rows' items
+	e.b.pool.run(t, items, (e.b.pool.split(items, 1)+align-1)/align*align, per*g.rb*max(m, 1))
+	if g.sub.on {
+		g.sub.fill(g.act, g.yb, m, int(g.p.LDC), n, per)
 	}
-	if g.x16 != nil {
-		ng := n / x16Rows
-		e.b.pool.run(g, ng, e.b.pool.split(ng, 1), x16Rows*g.rb*max(m, 1))
-		return
-	}
-	e.b.pool.run(g, n, (e.b.pool.split(n, 1)+3)&^3, g.rb*max(m, 1))
 }
 
 // prepared reports that the scratch holds this run's X prepared: the

@@ -20,13 +20,13 @@ type rowSubset struct {
 }
 
 // set restricts to spans (rows, sorted, disjoint) of n rows, the command's
-// items per rows each, aligned to align items (a GEMV's quad of rows, which
-// its dot products take together in the unrestricted run too, so that a
-// listed row gets the same bits); nil lifts the restriction.
-func (s *rowSubset) set(spans []device.Span, per, align, n int) error {
+// items per rows each; the items are taken in whole quads of rows (an x16
+// group is one), as the unrestricted run's chunks start, so that a listed
+// row gets the same bits. nil lifts the restriction.
+func (s *rowSubset) set(spans []device.Span, per, n int) error {
 	s.on = spans != nil
 	s.items, s.ends = s.items[:0], s.ends[:0]
-	last, a, ni := int32(-1), int32(per*align), int32(n/per)
+	last, q, ip, ni := int32(-1), int32(max(4, per)), int32(per), int32(n/per)
 	for _, sp := range spans {
 		if sp.Lo < 0 || sp.Hi > int32(n) || sp.Lo >= sp.Hi || sp.Lo < last {
 			s.on = false
@@ -34,7 +34,7 @@ func (s *rowSubset) set(spans []device.Span, per, align, n int) error {
 			return fmt.Errorf("rows %d..%d of %d, after %d: not sorted, disjoint spans of the output: %w", sp.Lo, sp.Hi, n, last, ErrUnsupported)
 		}
 		last = sp.Hi
-		lo, hi := sp.Lo/a*int32(align), min(ni, (sp.Hi+a-1)/a*int32(align))
+		lo, hi := sp.Lo/q*q/ip, min(ni, (sp.Hi+q-1)/q*q/ip)
 		if k := len(s.items) - 1; k >= 0 && lo <= s.items[k].Hi {
 			s.items[k].Hi = max(s.items[k].Hi, hi)
 			continue
@@ -49,12 +49,16 @@ func (s *rowSubset) set(spans []device.Span, per, align, n int) error {
 	return nil
 }
 
-// total is the items the restriction runs.
-func (s *rowSubset) total() int {
-	if len(s.ends) == 0 {
-		return 0
+// task is what a GEMV's or GEMM's pool runs: t over its n items, or,
+// restricted, the restriction over the listed ones.
+func (s *rowSubset) task(t task, n int) (task, int) {
+	switch {
+	case !s.on:
+		return t, n
+	case len(s.ends) == 0:
+		return s, 0
 	}
-	return s.ends[len(s.ends)-1]
+	return s, s.ends[len(s.ends)-1]
 }
 
 // do runs the restriction's items [i0, i1) as the command's own items.
@@ -113,30 +117,26 @@ func (b *Backend) OutputRows(p device.Program, cmd int, spans []device.Span) err
 			return fmt.Errorf("cpu: %s: a GEMV whose rows run with others: %w", e.Label, ErrUnsupported)
 		}
 		g.sub.t = g
-		return g.sub.set(spans, g.unit(), max(1, 4/g.unit()), int(g.p.N))
+		return g.sub.set(spans, itemRows(g.x16), int(g.p.N))
 	case *gemm:
 		if g.pairs {
 			return fmt.Errorf("cpu: %s: a gate|up GEMM: %w", e.Label, ErrUnsupported)
 		}
 		g.sub.t = g
-		return g.sub.set(spans, g.unit(), max(1, 4/g.unit()), int(g.p.N))
+		return g.sub.set(spans, itemRows(g.x16), int(g.p.N))
 	}
 	return fmt.Errorf("cpu: %s (%s): not a GEMV or GEMM: %w", e.Label, e.Kernel.Name, ErrUnsupported)
 }
 
-// unit is the rows an item of the pool's run covers (a row, or an x16
-// group); items are taken in quads of rows, as the unrestricted run's
-// chunks start.
-func (g *gemv) unit() int {
-	if g.x16 != nil {
+// itemRows is the rows an item of a GEMV's or GEMM's pool run covers: an
+// x16 group of an x16 layout l, a row otherwise (whose chunks start at
+// whole quads: itemAlign).
+func itemRows(l *x16Layout) int {
+	if l != nil {
 		return x16Rows
 	}
 	return 1
 }
 
-func (g *gemm) unit() int {
-	if g.x16 != nil {
-		return x16Rows
-	}
-	return 1
-}
+// itemAlign is the items a chunk of that run holds a multiple of.
+func itemAlign(l *x16Layout) int { return max(1, 4/itemRows(l)) }
