@@ -80,7 +80,7 @@ type decodeRows interface {
 // splitRows is a Backend whose batch programs of up to SplitRows(plan)
 // rows run at several times a row's rate of the larger ones (on NVIDIA the
 // planar small GEMMs of 2 to 8 rows against the tiled GEMM of 16 and up,
-// whose replay costs about the same at 9 rows as at 32). A replay of r
+// whose replay costs about the same whatever its rows). A replay of r
 // rows, s < r ≤ 2s for s = SplitRows, runs as s rows and then r − s; more
 // rows are one replay, a split into three costing more than the tiled
 // one. 0 splits nothing (the CPU, whose cost grows with the rows).

@@ -208,9 +208,9 @@ func New(opt Options) (*Backend, error) {
 		if err != nil || n < 0 {
 			return nil, fmt.Errorf("cuda: AKUNU_CUDA_SPLIT_ROWS=%q: a count of rows, 0 for none", v)
 		}
-		opt.SplitRows = max(n, -1)
+		opt.SplitRows = n
 		if n == 0 {
-			opt.SplitRows = -1
+			opt.SplitRows = -1 // none
 		}
 	}
 	b := &Backend{d: d, opt: opt, modules: map[string]uintptr{}, pipelines: map[string]*pipeline{}}
@@ -300,11 +300,11 @@ func (b *Backend) DecodeRows(p *plans.Plan) int {
 // is cut into (Options.SplitRows where set): for a plan whose batch
 // programs' small GEMMs are mostly planar (as DecodeRows has it), 8, their
 // largest. A replay of 9 to 16 rows otherwise takes batch.16's tiled
-// GEMM, whose replay costs about what 32 rows cost (on an H200 the 8B
-// Q4_0 shape at 9 sequences 458–462 tok/s in all, at 16 814–818, at 32
-// 1587–1593) where 8 planar rows take half of it (862–867 tok/s at 8 on
-// an H100). Otherwise 0: the small GEMMs over the file's layout are no
-// faster a row than the tiled one.
+// GEMM, whose replay costs about the same whatever its rows (on an H100
+// the 8B Q4_0 shape at 9 sequences 469–472 tok/s in all, at 16 835–838:
+// 19 ms a step either way) where 8 planar rows take half of it (861–872
+// tok/s: 9.3 ms). Otherwise 0: the small GEMMs over the file's layout are
+// no faster a row than the tiled one.
 func (b *Backend) SplitRows(p *plans.Plan) int {
 	switch {
 	case b.opt.SplitRows < 0:
