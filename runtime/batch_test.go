@@ -118,13 +118,7 @@ func TestALoneBatchedSequenceIsPlainDecode(t *testing.T) {
 	} {
 		t.Run(filepath.Base(model(t)), func(t *testing.T) {
 			path := model(t)
-			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
-			defer log.Close()
-			m, err := Load(compile(t, path, "cpu-avx2:2"), Options{Model: path, Backend: log, Seqs: testSeqs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m, log := loadLogged(t, compile(t, path, "cpu-avx2:2"), path, rowsLog{})
 			p := m.Tokenizer.Tokenize(batchPrompts[0], true, false)
 			var got, want [][]float32
 			b := m.NewBatcher()
@@ -164,6 +158,22 @@ type rowsLog struct {
 func (r rowsLog) DecodeRows(*plans.Plan) int { return max(1, r.decode) }
 func (r rowsLog) SplitRows(*plans.Plan) int  { return r.split }
 
+// loadLogged loads plan (of model) on a 2-thread CPU backend that counts
+// its encodes, through rows (the zero rowsLog asks what the CPU asks
+// itself); the model and the backend close with t.
+func loadLogged(t *testing.T, plan, model string, rows rowsLog) (*Model, *encodeLog) {
+	t.Helper()
+	log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
+	t.Cleanup(log.Close)
+	rows.encodeLog = log
+	m, err := Load(plan, Options{Model: model, Backend: rows, Seqs: testSeqs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, log
+}
+
 // Where the backend asks for it (a GPU), the next tokens of up to
 // DecodeRows sequences are that many decode steps, not one batch program;
 // past it they are one batch program. Either way each sequence's tokens
@@ -179,18 +189,13 @@ func TestFewSequencesStepAsDecode(t *testing.T) {
 		{rows: 2, decodeSteps: 0},                   // three rows are one batch program
 	} {
 		t.Run(fmt.Sprintf("rows=%d", tc.rows), func(t *testing.T) {
-			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
-			defer log.Close()
-			m, err := Load(plan, Options{Model: path, Backend: rowsLog{encodeLog: log, decode: tc.rows}, Seqs: testSeqs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m, log := loadLogged(t, plan, path, rowsLog{decode: tc.rows})
 			b := m.NewBatcher()
 			gens := make([]*Gen, seqs)
 			got := make([][][]float32, seqs)
 			for i := range gens {
 				p := m.Tokenizer.Tokenize(batchPrompts[i], true, false)
+				var err error
 				if gens[i], err = b.Add(bg, sess(t, m), p, GenerateOptions{MaxTokens: tokens, IgnoreEOS: true, Logits: stepLogits(&got[i])}); err != nil {
 					t.Fatal(err)
 				}
@@ -513,13 +518,7 @@ func TestSplitRowsReplayTwice(t *testing.T) {
 		{rows: 4, split: 4, replays: map[int]int{4: 1}},
 	} {
 		t.Run(fmt.Sprintf("%d rows split at %d", tc.rows, tc.split), func(t *testing.T) {
-			log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
-			defer log.Close()
-			m, err := Load(plan, Options{Model: path, Backend: rowsLog{encodeLog: log, split: tc.split}, Seqs: testSeqs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m, log := loadLogged(t, plan, path, rowsLog{split: tc.split})
 			var b Batch
 			p := m.Tokenizer.Tokenize(randomPrompt, true, false)
 			for r := range tc.rows {

@@ -238,13 +238,7 @@ func TestBatchedDecodeStepDoesNotAllocate(t *testing.T) {
 	t.Run("batch", func(t *testing.T) { batchedStepAllocs(t, storiesModel(t)) })
 	t.Run("as-decode", func(t *testing.T) { // the 4 sequences as 4 decode steps (a GPU's way)
 		model := stories(t)
-		log := &encodeLog{Backend: NewCPU(2), steps: map[device.Program]int{}}
-		defer log.Close()
-		m, err := Load(compile(t, model, "cpu-avx2:2"), Options{Model: model, Backend: rowsLog{encodeLog: log, decode: 4}, Seqs: testSeqs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer m.Close()
+		m, log := loadLogged(t, compile(t, model, "cpu-avx2:2"), model, rowsLog{decode: 4})
 		batchedStepAllocs(t, m)
 		if log.steps[m.decode.h] == 0 {
 			t.Fatal("the 4 sequences' steps did not run as decode steps")
