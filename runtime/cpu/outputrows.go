@@ -83,18 +83,36 @@ func (s *rowSubset) do(w, i0, i1 int) {
 // apart, n wide) that no item of the restriction computed, per rows an
 // item.
 func (s *rowSubset) fill(a act, y []byte, rows, ldc, n, per int) {
-	inf := float32(math.Inf(-1))
 	for i := range rows {
 		r := 0
 		for _, it := range s.items {
-			for ; r < int(it.Lo)*per; r++ {
-				a.set(y, i*ldc+r, inf)
-			}
+			fillInf(a, y, i*ldc+r, i*ldc+int(it.Lo)*per)
 			r = min(n, int(it.Hi)*per)
 		}
-		for ; r < n; r++ {
-			a.set(y, i*ldc+r, inf)
+		fillInf(a, y, i*ldc+r, i*ldc+n)
+	}
+}
+
+// fillInf writes -inf to elements [lo, hi) of y. F32 outputs (a CPU
+// plan's) are copied from the first in doubling runs, at memmove's rate:
+// element by element the fill of a 151936-token head's unlisted 119168
+// took longer on the 16-core host than the listed rows' GEMV (685 against
+// 515 µs for the head over every row).
+func fillInf(a act, y []byte, lo, hi int) {
+	inf := float32(math.Inf(-1))
+	if a != actF32 {
+		for r := lo; r < hi; r++ {
+			a.set(y, r, inf)
 		}
+		return
+	}
+	if lo >= hi {
+		return
+	}
+	f := f32s(y)[lo:hi]
+	f[0] = inf
+	for k := 1; k < len(f); k *= 2 {
+		copy(f[k:], f[:k])
 	}
 }
 
