@@ -11,6 +11,7 @@ import (
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
 	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/cpu"
 	"github.com/akunu-dev/akunu/runtime/device"
 )
 
@@ -550,5 +551,49 @@ func TestSplitRowsReplayTwice(t *testing.T) {
 				t.Fatalf("replays %v and %d decode steps; want %v and %d", got, log.steps[m.decode.h], tc.replays, tc.decode)
 			}
 		})
+	}
+}
+
+// TestEncodeTimedIsEncode holds the CPU's timed replay (the profile
+// BenchmarkDecodeCommands prints) to Encode: the same decode step gives
+// the same logits bit for bit, and every command that runs is timed.
+func TestEncodeTimedIsEncode(t *testing.T) {
+	model := stories(t)
+	m := load(t, compile(t, model, "cpu-avx2:2"), model, 2)
+	be := m.be.(*cpu.Backend)
+	var batch Batch
+	batch.Add(1, 0, 0, true)
+	if err := m.Forward(bg, &batch); err != nil {
+		t.Fatal(err)
+	}
+	logits := func(timed bool) ([]float32, []int64) {
+		ns := make([]int64, len(be.Commands(m.decode.h)))
+		if err := m.writeToken(0, 42); err != nil {
+			t.Fatal(err)
+		}
+		step := plans.Step{Pos: 1, Batch: 1}
+		if timed {
+			be.EncodeTimed(m.decode.h, step, ns)
+		} else {
+			be.Encode(m.decode.h, []plans.Step{step})
+		}
+		if err := be.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		out := make([]float32, m.vocab)
+		if err := be.Read(f32Bytes(out), m.io.logits, 0); err != nil {
+			t.Fatal(err)
+		}
+		return out, ns
+	}
+	want, _ := logits(false)
+	got, ns := logits(true)
+	if !slices.Equal(got, want) {
+		t.Fatal("the timed step's logits differ from Encode's")
+	}
+	for i, e := range be.Commands(m.decode.h) {
+		if ns[i] <= 0 && !e.Grouped() {
+			t.Errorf("command %d (%s) ran untimed", i, e.Label)
+		}
 	}
 }

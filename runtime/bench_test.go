@@ -5,9 +5,14 @@ import (
 	"os"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/akunu-dev/akunu/kernels"
+	"github.com/akunu-dev/akunu/plans"
+	"github.com/akunu-dev/akunu/runtime/cpu"
+	"github.com/akunu-dev/akunu/runtime/device"
 	"github.com/akunu-dev/akunu/runtime/sampling"
 )
 
@@ -61,6 +66,67 @@ func TestDecodeBytesCountTheCachedPositionsRead(t *testing.T) {
 	}
 }
 
+// The benchmarks below read their models from the environment:
+// AKUNU_BENCH_PLAN (a plan, its model beside it; else stories260K compiled
+// here), AKUNU_BENCH_DRAFT (a draft model's plan, for the speculative
+// ones), AKUNU_BENCH_THREADS (else 2) and AKUNU_BENCH_POS (the positions
+// a sequence holds before the timed rows; else 1).
+
+// benchEnv is an integer variable of the environment, def where unset.
+func benchEnv(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s %q: %v", name, v, err)
+	}
+	return n
+}
+
+// benchModel loads $AKUNU_BENCH_PLAN on a CPU backend of
+// $AKUNU_BENCH_THREADS threads, or stories260K.
+func benchModel(b *testing.B) *Model {
+	threads := benchEnv(b, "AKUNU_BENCH_THREADS", 2)
+	plan := os.Getenv("AKUNU_BENCH_PLAN")
+	if plan == "" {
+		model := stories(b)
+		return load(b, compile(b, model, "cpu-avx2:2"), model, threads)
+	}
+	m, err := Load(plan, Options{Threads: threads})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { m.Close() })
+	return m
+}
+
+// benchPair loads $AKUNU_BENCH_PLAN and its draft $AKUNU_BENCH_DRAFT on
+// one backend, or skips.
+func benchPair(b *testing.B) (target, draft *Model) {
+	if os.Getenv("AKUNU_BENCH_PLAN") == "" || os.Getenv("AKUNU_BENCH_DRAFT") == "" {
+		b.Skip("AKUNU_BENCH_PLAN and AKUNU_BENCH_DRAFT name a target's and its draft's plans")
+	}
+	target = benchModel(b)
+	draft, err := Load(os.Getenv("AKUNU_BENCH_DRAFT"), Options{Backend: target.Backend()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { draft.Close() })
+	return target, draft
+}
+
+// benchPos is $AKUNU_BENCH_POS, at least 1 and room positions short of
+// m's context.
+func benchPos(b *testing.B, m *Model, room int) int {
+	at := benchEnv(b, "AKUNU_BENCH_POS", 1)
+	if at < 1 || at+room > m.Ctx() {
+		b.Fatalf("AKUNU_BENCH_POS %d: a position from 1 to %d", at, m.Ctx()-room)
+	}
+	return at
+}
+
 // BenchmarkReadBandwidth is the read probe akunu bench divides a CPU
 // decode's bytes by, at 1 and 2 threads and at half and all of the cores:
 // a decode at one or two threads is held to one or two cores' rate, which
@@ -81,32 +147,18 @@ func BenchmarkReadBandwidth(b *testing.B) {
 }
 
 // BenchmarkForwardRows times a speculative verify pass against a decode
-// step's forward: Forward over 1, 2, 4 and 8 rows of one sequence after a
-// one-token prompt, every row out (what a pass of k drafts asks), the
-// sequence rewound before each. ns/op over the 1-row case is the pass's
-// cost v in plain steps (docs/runtime.md, "Speculative decoding"). The
-// plan is $AKUNU_BENCH_PLAN (its model beside it; threads
-// $AKUNU_BENCH_THREADS, else 2), else stories260K compiled here.
+// step's forward: Forward over 1, 2, 4 and 8 rows of one sequence after
+// $AKUNU_BENCH_POS positions (1: a one-token prompt), every row out (what
+// a pass of k drafts asks), the sequence rewound before each. ns/op over
+// the 1-row case is the pass's cost v in plain steps (docs/runtime.md,
+// "Speculative decoding").
 func BenchmarkForwardRows(b *testing.B) {
-	var m *Model
-	threads := 2
-	if v := os.Getenv("AKUNU_BENCH_THREADS"); v != "" {
-		if _, err := fmt.Sscan(v, &threads); err != nil {
-			b.Fatalf("AKUNU_BENCH_THREADS %q: %v", v, err)
-		}
-	}
-	if plan := os.Getenv("AKUNU_BENCH_PLAN"); plan != "" {
-		var err error
-		if m, err = Load(plan, Options{Threads: threads}); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { m.Close() })
-	} else {
-		model := stories(b)
-		m = load(b, compile(b, model, "cpu-avx2:2"), model, threads)
-	}
+	m := benchModel(b)
+	at := benchPos(b, m, 8)
 	var batch Batch
-	batch.Add(1, 0, 0, true)
+	for i := range at {
+		batch.Add(int32(1+i%50), int32(i), 0, i == at-1)
+	}
 	if err := m.Forward(bg, &batch); err != nil {
 		b.Fatal(err)
 	}
@@ -116,10 +168,10 @@ func BenchmarkForwardRows(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("rows%d", rows), func(b *testing.B) {
 			for b.Loop() {
-				m.Rewind(0, 1)
+				m.Rewind(0, at)
 				batch.Reset()
 				for r := range rows {
-					batch.Add(int32(100+r), int32(1+r), 0, true)
+					batch.Add(int32(100+r), int32(at+r), 0, true)
 				}
 				if err := m.Forward(bg, &batch); err != nil {
 					b.Fatal(err)
@@ -137,26 +189,7 @@ func BenchmarkForwardRows(b *testing.B) {
 // shapes of scripts/bench-spec.sh), AKUNU_BENCH_THREADS the threads;
 // without them it skips (the small test models have no vocabulary to cut).
 func BenchmarkDraftShortlist(b *testing.B) {
-	tp, dp := os.Getenv("AKUNU_BENCH_PLAN"), os.Getenv("AKUNU_BENCH_DRAFT")
-	if tp == "" || dp == "" {
-		b.Skip("AKUNU_BENCH_PLAN and AKUNU_BENCH_DRAFT name a target's and its draft's plans")
-	}
-	threads := 2
-	if v := os.Getenv("AKUNU_BENCH_THREADS"); v != "" {
-		if _, err := fmt.Sscan(v, &threads); err != nil {
-			b.Fatalf("AKUNU_BENCH_THREADS %q: %v", v, err)
-		}
-	}
-	target, err := Load(tp, Options{Threads: threads})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { target.Close() })
-	draft, err := Load(dp, Options{Backend: target.Backend()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { draft.Close() })
+	target, draft := benchPair(b)
 	prompt := target.Tokenizer.Tokenize("Once upon a time", true, false)
 	for _, n := range []int{0, 32768} {
 		b.Run(fmt.Sprintf("vocab%d", n), func(b *testing.B) {
@@ -181,6 +214,133 @@ func BenchmarkDraftShortlist(b *testing.B) {
 			if n > 0 && !d.Shortlisted() {
 				b.Fatal("the shortlist did not take")
 			}
+		})
+	}
+}
+
+// BenchmarkDecodeCommands times a decode step command by command on the
+// CPU backend (cpu.Backend.EncodeTimed) at positions $AKUNU_BENCH_POS and
+// the 63 after it, and logs where it goes, by kernel, and the LM head's
+// share: ns/op is a step. AKUNU_BENCH_VOCAB n restricts the LM head to the
+// ids below n, as a draft's shortlist does.
+func BenchmarkDecodeCommands(b *testing.B) {
+	m := benchModel(b)
+	be, ok := m.be.(*cpu.Backend)
+	if !ok {
+		b.Skip("not a CPU backend")
+	}
+	var batch Batch
+	batch.Add(1, 0, 0, true)
+	if err := m.Forward(bg, &batch); err != nil {
+		b.Fatal(err)
+	}
+	at := benchPos(b, m, 64) // the steps' positions: at, at+1, …, at+63
+	if n := benchEnv(b, "AKUNU_BENCH_VOCAB", 0); n > 0 {
+		if _, err := m.setLogitRows([]device.Span{{Lo: 0, Hi: int32(n)}}, nil, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	execs := be.Commands(m.decode.h)
+	ns := make([]int64, len(execs))
+	steps := 0
+	for b.Loop() {
+		be.EncodeTimed(m.decode.h, plans.Step{Pos: uint32(at + steps%64), Batch: 1}, ns)
+		steps++
+	}
+	if err := be.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	type row struct {
+		name string
+		n    int
+		ns   int64
+	}
+	var rows []row
+	index := map[string]int{}
+	var total int64
+	for i, e := range execs {
+		name := e.Kernel.Name
+		k, ok := index[name]
+		if !ok {
+			k = len(rows)
+			index[name] = k
+			rows = append(rows, row{name: name})
+		}
+		rows[k].n++
+		rows[k].ns += ns[i]
+		total += ns[i]
+	}
+	for i, e := range execs {
+		if e.Label == "logits" {
+			b.Logf("the LM head (%s): %.1f µs a step", e.Kernel.Name, float64(ns[i])/float64(steps)/1e3)
+		}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return int(b.ns - a.ns) })
+	b.Logf("%d steps, %d commands a step, %.1f µs a step timed", steps, len(execs), float64(total)/float64(steps)/1e3)
+	for _, r := range rows {
+		b.Logf("%-40s %4d a step %9.1f µs a step %5.1f%%", r.name, r.n, float64(r.ns)/float64(steps)/1e3, 100*float64(r.ns)/float64(total))
+	}
+}
+
+// BenchmarkSpecPass times a speculative pass's two parts as the loop
+// runs them, from outside it: a Draft of 7 after a fully accepted pass,
+// then the target's Forward of the 8 rows, and reports each (draft-ms,
+// verify-ms; the sequence grows by 8 a pass and starts again near the
+// context's end); "alone" drafts without the verify between, and the two
+// alternate twice. It showed the loop's drafting to cost what a Draft
+// does alone (docs/runtime.md, session 30).
+func BenchmarkSpecPass(b *testing.B) {
+	target, draft := benchPair(b)
+	prompt := target.Tokenizer.Tokenize("Once upon a time", true, false)
+	for _, verify := range []bool{false, true, false, true} {
+		name := "alone"
+		if verify {
+			name = "verify"
+		}
+		b.Run(name, func(b *testing.B) {
+			d, err := NewModelDrafter(target, draft, 8)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer d.Close()
+			hist := slices.Clone(prompt)
+			var out []int32
+			var batch Batch
+			var tDraft, tVerify time.Duration
+			target.Rewind(0, 0) // the target holds every token of hist but the last
+			for i, t := range hist[:len(hist)-1] {
+				batch.Add(t, int32(i), 0, i == len(hist)-2)
+			}
+			if err := target.Forward(bg, &batch); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if len(hist)+16 > draft.Ctx() {
+					hist = hist[:len(prompt)]
+				}
+				t0 := time.Now()
+				if out, err = d.Draft(bg, hist, 7, sampling.Params{}, out[:0]); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				tDraft += t1.Sub(t0)
+				if verify {
+					target.Rewind(0, len(hist)-1)
+					batch.Reset()
+					batch.Add(hist[len(hist)-1], int32(len(hist)-1), 0, true)
+					for i, t := range out {
+						batch.Add(t, int32(len(hist)+i), 0, true)
+					}
+					if err := target.Forward(bg, &batch); err != nil {
+						b.Fatal(err)
+					}
+					tVerify += time.Since(t1)
+				}
+				hist = append(hist, out...)
+				hist = append(hist, out[len(out)-1]) // the target's own token after them
+			}
+			b.ReportMetric(float64(tDraft.Microseconds())/1e3/float64(b.N), "draft-ms")
+			b.ReportMetric(float64(tVerify.Microseconds())/1e3/float64(b.N), "verify-ms")
 		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 	"unsafe"
 
 	"github.com/akunu-dev/akunu/compiler/dtype"
@@ -298,6 +299,31 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 	}
 }
 
+// EncodeTimed runs program p for one step as Encode does and adds each
+// command's wall time to ns[i] (len(ns) ≥ the program's commands): where a
+// step goes, command by command. A GEMV group's time is its leader's; its
+// members, run by the leader, add nothing. For profiles, not for serving:
+// the clock reads cost ~50 ns a command.
+func (b *Backend) EncodeTimed(p device.Program, s plans.Step, ns []int64) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer b.pool.catch()
+	if b.pool.faulted.Load() {
+		return
+	}
+	for i, e := range b.progs[p.ID()-1] {
+		t0 := time.Now()
+		e.Patch(s)
+		switch {
+		case e.group != nil:
+			e.group.run()
+		case e.grouped:
+		default:
+			e.Run()
+		}
+		ns[i] += int64(time.Since(t0))
+	}
+}
+
 // Commit has nothing to do: Encode ran everything. Wait and WaitOldest
 // report a memory fault Encode's kernels hit (fault.go).
 func (b *Backend) Commit()           {}
@@ -376,6 +402,10 @@ type Exec struct {
 	// (device.HostOnly); of several steps, Encode runs it in the last.
 	hostOnly bool
 }
+
+// Grouped reports that the command runs within a GEMV group its leader
+// runs (gemvgroup.go): EncodeTimed gives it no time of its own.
+func (e *Exec) Grouped() bool { return e.grouped }
 
 // impl is a kernel's prepared state for one command. run executes it with
 // the current parameters and binding offsets.
