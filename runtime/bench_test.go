@@ -222,52 +222,74 @@ func BenchmarkDraftShortlist(b *testing.B) {
 // CPU backend (cpu.Backend.EncodeTimed) at positions $AKUNU_BENCH_POS and
 // the 63 after it, and logs where it goes, by kernel, and the LM head's
 // share: ns/op is a step. AKUNU_BENCH_VOCAB n restricts the LM head to the
-// ids below n, as a draft's shortlist does.
+// ids below n, as a draft's shortlist does; AKUNU_BENCH_ROWS r > 1 times
+// the batch program of r rows of one sequence at $AKUNU_BENCH_POS instead,
+// every row out (a verify pass of r − 1 drafts).
 func BenchmarkDecodeCommands(b *testing.B) {
 	m := benchModel(b)
 	be, ok := m.be.(*cpu.Backend)
 	if !ok {
 		b.Skip("not a CPU backend")
 	}
+	at := benchPos(b, m, 64) // the steps' positions: at, at+1, …, at+63
+	rows := benchEnv(b, "AKUNU_BENCH_ROWS", 1)
+	if rows < 1 || rows > m.MaxOutputs() {
+		b.Fatalf("AKUNU_BENCH_ROWS %d: from 1 to %d", rows, m.MaxOutputs())
+	}
 	var batch Batch
-	batch.Add(1, 0, 0, true)
+	for i := range at {
+		batch.Add(int32(1+i%50), int32(i), 0, i == at-1)
+	}
 	if err := m.Forward(bg, &batch); err != nil {
 		b.Fatal(err)
 	}
-	at := benchPos(b, m, 64) // the steps' positions: at, at+1, …, at+63
+	prog, step := m.decode, plans.Step{Batch: 1}
+	if rows > 1 { // a Forward of the rows leaves them in the program's inputs
+		batch.Reset()
+		for r := range rows {
+			batch.Add(int32(100+r), int32(at+r), 0, true)
+		}
+		if err := m.Forward(bg, &batch); err != nil {
+			b.Fatal(err)
+		}
+		prog, step = m.bucket(rows), plans.Step{Batch: uint32(rows), Out: uint32(rows)}
+	}
 	if n := benchEnv(b, "AKUNU_BENCH_VOCAB", 0); n > 0 {
 		if _, err := m.setLogitRows([]device.Span{{Lo: 0, Hi: int32(n)}}, nil, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
-	execs := be.Commands(m.decode.h)
+	execs := be.Commands(prog.h)
 	ns := make([]int64, len(execs))
 	steps := 0
 	for b.Loop() {
-		be.EncodeTimed(m.decode.h, plans.Step{Pos: uint32(at + steps%64), Batch: 1}, ns)
+		if rows == 1 {
+			step.Pos = uint32(at + steps%64)
+		}
+		be.EncodeTimed(prog.h, step, ns)
 		steps++
 	}
 	if err := be.Wait(); err != nil {
 		b.Fatal(err)
 	}
-	type row struct {
+	type kernelTime struct {
 		name string
 		n    int
 		ns   int64
 	}
-	var rows []row
+	var byKernel []kernelTime
 	index := map[string]int{}
 	var total int64
 	for i, e := range execs {
 		name := e.Kernel.Name
 		k, ok := index[name]
 		if !ok {
-			k = len(rows)
+			k = len(byKernel)
 			index[name] = k
-			rows = append(rows, row{name: name})
+			byKernel = append(byKernel, kernelTime{name: name})
 		}
-		rows[k].n++
-		rows[k].ns += ns[i]
+		byKernel[k].n++
+		byKernel[k].ns += ns[i]
 		total += ns[i]
 	}
 	for i, e := range execs {
@@ -275,9 +297,9 @@ func BenchmarkDecodeCommands(b *testing.B) {
 			b.Logf("the LM head (%s): %.1f µs a step", e.Kernel.Name, float64(ns[i])/float64(steps)/1e3)
 		}
 	}
-	slices.SortFunc(rows, func(a, b row) int { return int(b.ns - a.ns) })
+	slices.SortFunc(byKernel, func(a, b kernelTime) int { return int(b.ns - a.ns) })
 	b.Logf("%d steps, %d commands a step, %.1f µs a step timed", steps, len(execs), float64(total)/float64(steps)/1e3)
-	for _, r := range rows {
+	for _, r := range byKernel {
 		b.Logf("%-40s %4d a step %9.1f µs a step %5.1f%%", r.name, r.n, float64(r.ns)/float64(steps)/1e3, 100*float64(r.ns)/float64(total))
 	}
 }

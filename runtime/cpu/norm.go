@@ -48,7 +48,8 @@ func (n *norm) prepare(e *Exec) error {
 
 // normGroup is how many rows the RMS form normalizes at once: the rows
 // whose sums of squares rmsScales adds side by side. A chunk of the pool
-// is at least that many rows, so a decode batch of eight runs inline.
+// is at least that many rows where there are rows enough for every
+// thread (run).
 const normGroup = headGroup
 
 func (n *norm) run(e *Exec) {
@@ -62,6 +63,15 @@ func (n *norm) run(e *Exec) {
 	grain := e.b.pool.split(items, 1)
 	if !n.layer {
 		grain = e.b.pool.split(items, normGroup)
+		if t := e.b.pool.threads; items < normGroup*t {
+			// Few rows (a verify pass, a draft's catch-up): a row is
+			// latency (its residual from the cores that wrote it, its
+			// squares a chain of adds), so the rows go out a few a
+			// thread, each row's scale the same bits in any group
+			// (TestRMSScalesMatchPortable). The Qwen3-0.6B shape's 8-row
+			// pass: 11 µs a norm inline on the 16-core host.
+			grain = (items + t - 1) / t
+		}
 	}
 	e.b.pool.run(n, items, grain, dim*n.act.size()*2)
 }
