@@ -40,6 +40,7 @@ type attention struct {
 	rows     bool
 	kv       kvType
 	splits   int
+	split    attnSplit // a decode step's kv heads spread over the pool (attnsplit.go)
 	e        *Exec
 }
 
@@ -57,6 +58,7 @@ func (a *attention) prepare(e *Exec) error {
 	if a.kv == kvQ8 {
 		e.b.scratch.needWorkerQ8(2 * int(p.HeadDim))
 	}
+	a.split.prepare(a, e)
 	return nil
 }
 
@@ -70,6 +72,9 @@ func (a *attention) group() (group, blocks int) {
 
 func (a *attention) run(e *Exec) {
 	a.e = e
+	if a.split.run(e) {
+		return
+	}
 	p := &a.p
 	_, blocks := a.group()
 	items := int(p.NTokens) * blocks
@@ -298,6 +303,10 @@ var (
 	accF16        = accF16Go
 	scoresF16x2   = scoresF16x2Each
 	accF16x2      = accF16x2Each
+	// accF16x2Cols is accF16x2 over some of the value columns, the rows
+	// stride elements apart: nil where only the whole rows' forms exist
+	// (the decode attention then keeps a kv head's values to one thread).
+	accF16x2Cols func(acc0, acc1, p0, p1 []float32, v []uint16, stride int)
 )
 
 func scoresF16x2Each(k []uint16, q0, q1 []float32, scale float32, out0, out1 []float32) (float32, float32) {

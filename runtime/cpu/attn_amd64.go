@@ -23,7 +23,7 @@ func accF16AVX2(acc, p, v unsafe.Pointer, hdv, n int)
 func scoresF16x2AVX512(k, q0, q1 unsafe.Pointer, hd, groups int, scale float32, out0, out1 unsafe.Pointer, m *[2]float32)
 
 //go:noescape
-func accF16x2AVX512(acc0, acc1, p0, p1, v unsafe.Pointer, hdv, n int)
+func accF16x2AVX512(acc0, acc1, p0, p1, v unsafe.Pointer, cols, n, stride int)
 
 func init() {
 	if !haveAVX2 {
@@ -36,6 +36,7 @@ func init() {
 	if haveAVX512 {
 		scoresF16x2 = scoresF16x2Asm
 		accF16x2 = accF16x2Asm
+		accF16x2Cols = accF16x2ColsAsm
 	}
 }
 
@@ -70,7 +71,19 @@ func accF16x2Asm(acc0, acc1, p0, p1 []float32, v []uint16) {
 		return
 	}
 	_, _, _ = v[n*hdv-1], acc1[hdv-1], p1[n-1]
-	accF16x2AVX512(unsafe.Pointer(&acc0[0]), unsafe.Pointer(&acc1[0]), unsafe.Pointer(&p0[0]), unsafe.Pointer(&p1[0]), unsafe.Pointer(&v[0]), hdv, n)
+	accF16x2AVX512(unsafe.Pointer(&acc0[0]), unsafe.Pointer(&acc1[0]), unsafe.Pointer(&p0[0]), unsafe.Pointer(&p1[0]), unsafe.Pointer(&v[0]), hdv, n, hdv)
+}
+
+// accF16x2ColsAsm is accF16x2Asm over the len(acc0) columns from v's
+// first element of rows stride elements apart (v starts at the first
+// column): each column gets the bits the whole rows' run gives it.
+func accF16x2ColsAsm(acc0, acc1, p0, p1 []float32, v []uint16, stride int) {
+	cols, n := len(acc0), len(p0)
+	if cols%16 != 0 || cols == 0 || n == 0 {
+		panic("cpu: accF16x2Cols: columns not whole groups of 16, or no rows")
+	}
+	_, _, _ = v[(n-1)*stride+cols-1], acc1[cols-1], p1[n-1]
+	accF16x2AVX512(unsafe.Pointer(&acc0[0]), unsafe.Pointer(&acc1[0]), unsafe.Pointer(&p0[0]), unsafe.Pointer(&p1[0]), unsafe.Pointer(&v[0]), cols, n, stride)
 }
 
 func scoresF16Asm(k []uint16, q []float32, scale float32, out []float32) float32 {

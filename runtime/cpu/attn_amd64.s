@@ -331,22 +331,24 @@ x2chunk:
 	VFMADD231PS Z16, Z18, A; \
 	VFMADD231PS Z17, Z18, B
 
-// func accF16x2AVX512(acc0, acc1, p0, p1, v unsafe.Pointer, hdv, n int)
+// func accF16x2AVX512(acc0, acc1, p0, p1, v unsafe.Pointer, cols, n, stride int)
 //
-// accF16AVX2 for two heads' weights: acc0[c] += Σ_j p0[j]·v[j·hdv+c] and
-// acc1 likewise with p1, for c < hdv (a multiple of 16), j < n ≥ 1. 128
+// accF16AVX2 for two heads' weights: acc0[c] += Σ_j p0[j]·v[j·stride+c] and
+// acc1 likewise with p1, for c < cols (a multiple of 16), j < n ≥ 1. 128
 // columns at a time (eight zmm accumulators a head: sixteen FMA chains),
 // the rows in order, one FMA per (row, column) and head; then the columns
-// past the last 128, sixteen at a time.
-TEXT ·accF16x2AVX512(SB), NOSPLIT, $0-56
+// past the last 128, sixteen at a time. A column's sum is the same
+// whichever block it falls in, so columns of a row may be done apart.
+TEXT ·accF16x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ acc0+0(FP), DI
 	MOVQ acc1+8(FP), AX
 	MOVQ p0+16(FP), DX
 	MOVQ p1+24(FP), R10
 	MOVQ v+32(FP), SI
-	MOVQ hdv+40(FP), BX
+	MOVQ cols+40(FP), BX
 	MOVQ n+48(FP), CX
-	LEAQ (BX)(BX*1), R8 // bytes per row
+	MOVQ stride+56(FP), R8
+	SHLQ $1, R8 // bytes per row
 
 x2a128:
 	CMPQ BX, $128
