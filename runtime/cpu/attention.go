@@ -41,6 +41,7 @@ type attention struct {
 	kv       kvType
 	splits   int
 	split    attnSplit // a decode step's kv heads spread over the pool (attnsplit.go)
+	ahead    int       // bytes of an item's rows asked for up front (prepare)
 	e        *Exec
 }
 
@@ -58,9 +59,19 @@ func (a *attention) prepare(e *Exec) error {
 	if a.kv == kvQ8 {
 		e.b.scratch.needWorkerQ8(2 * int(p.HeadDim))
 	}
+	a.ahead = math.MaxInt
+	if group, _ := a.group(); accF16x2Cols != nil && a.kv == kvF16 && group%2 == 0 && int(p.HeadDim)%16 == 0 && int(p.HeadDimV)%16 == 0 {
+		a.ahead = pairsAhead
+	}
 	a.split.prepare(a, e)
 	return nil
 }
+
+// pairsAhead is how far ahead of their rows the AVX-512 pair kernels ask
+// for lines (8 KiB: scores four groups of eight keys on at hd 128, values
+// 32 rows on); an item asks for only that much of its rows up front where
+// they run. The other forms ask for every row up front.
+const pairsAhead = 8 << 10
 
 // group is the query heads per kv head; blocks is how many groups there
 // are (the last one short if n_heads is not a multiple).
@@ -144,8 +155,8 @@ func (a *attention) do(w, i0, i1 int) {
 		// The hardware's streams alone left too few misses in flight: a
 		// batch of eight at 16–48 keys took ~116 µs a layer, ~96 with
 		// this.
-		prefetchL2(kb)
-		prefetchL2(vb)
+		prefetchL2(kb[:min(len(kb), a.ahead)])
+		prefetchL2(vb[:min(len(vb), a.ahead)])
 		hEnd := min(nh, (kvh+1)*group)
 		if a.kv != kvF16 {
 			a.heads(ws, t, split, kvh*group, hEnd, kb, vb)

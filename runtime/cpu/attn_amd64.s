@@ -258,6 +258,13 @@ x2group:
 	VPXORD Z15, Z15, Z15
 
 x2chunk:
+	// The group 8 KiB on, a quarter KiB a chunk (a group is eight rows,
+	// 16·hd bytes, and hd/16 chunks): the rows stream from DRAM while
+	// these are scored.
+	PREFETCHT2 8192(SI)(R13*4)
+	PREFETCHT2 8256(SI)(R13*4)
+	PREFETCHT2 8320(SI)(R13*4)
+	PREFETCHT2 8384(SI)(R13*4)
 	VMOVUPS (DX)(R13*1), Z16
 	VMOVUPS (R10)(R13*1), Z17
 	SROW((R11), Z0, Z8)
@@ -349,6 +356,8 @@ TEXT ·accF16x2AVX512(SB), NOSPLIT, $0-64
 	MOVQ n+48(FP), CX
 	MOVQ stride+56(FP), R8
 	SHLQ $1, R8 // bytes per row
+	MOVQ R8, R13
+	SHLQ $5, R13 // 32 rows on: where the row loops ask for lines
 
 x2a128:
 	CMPQ BX, $128
@@ -373,6 +382,10 @@ x2a128:
 	XORQ R12, R12
 
 x2arow:
+	PREFETCHT2 (R11)(R13*1)
+	PREFETCHT2 64(R11)(R13*1)
+	PREFETCHT2 128(R11)(R13*1)
+	PREFETCHT2 192(R11)(R13*1)
 	VBROADCASTSS (DX)(R12*4), Z16
 	VBROADCASTSS (R10)(R12*4), Z17
 	AROW((R11), Z0, Z8)
@@ -419,6 +432,7 @@ x2a16:
 	XORQ R12, R12
 
 x2arow16:
+	PREFETCHT2 (R11)(R13*1)
 	VBROADCASTSS (DX)(R12*4), Z16
 	VBROADCASTSS (R10)(R12*4), Z17
 	AROW((R11), Z0, Z8)

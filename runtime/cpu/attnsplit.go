@@ -108,7 +108,7 @@ func (s *attnSplit) do(w, i0, i1 int) {
 		kb, _, _, lo, hi := s.keys(kvh, part)
 		kr := u16s(kb)
 		if lo < hi {
-			prefetchL2(kb[2*lo*hd : 2*hi*hd])
+			prefetchL2(kb[2*lo*hd : 2*lo*hd+min(2*(hi-lo)*hd, a.ahead)])
 		}
 		for h := kvh * group; h < (kvh+1)*group; h += 2 {
 			if lo >= hi {
@@ -140,7 +140,7 @@ func (v *attnSplitValues) do(w, i0, i1 int) {
 		_, vb, n, _, _ := s.keys(kvh, 0)
 		vr := u16s(vb)
 		c0 := part * cols
-		prefetchL2(vb) // rows of which this part reads a slice
+		prefetchL2(vb[:min(len(vb), a.ahead)]) // rows of which this part reads a slice
 		for h := kvh * group; h < (kvh+1)*group; h += 2 {
 			m0, m1 := negInf, negInf
 			for k := range s.parts {
