@@ -21,8 +21,8 @@ import "math"
 //     (a column's sum is the same apart from the others: accF16x2Cols).
 //
 // It needs the AVX-512 pair kernels (accF16x2Cols), query heads in pairs
-// (every group even), no soft cap or window, and value columns that part into whole
-// groups of 16; else the one-item form runs.
+// (every group even), no soft cap or window, and value columns that part
+// into whole groups of 16; else the one-item form runs.
 type attnSplit struct {
 	a      *attention
 	parts  int       // threads a kv head's work is spread over; 0: no split
@@ -38,7 +38,7 @@ type attnSplitValues struct{ s *attnSplit }
 // the second pool run costs more than the parts save.
 const splitMinKeys = 64
 
-// prepareSplit decides the parts for a's kernel on e's pool.
+// prepare decides the parts for a's kernel on e's pool.
 func (s *attnSplit) prepare(a *attention, e *Exec) {
 	p := &a.p
 	s.a, s.parts, s.values.s = a, 0, s
