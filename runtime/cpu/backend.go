@@ -276,6 +276,20 @@ func (b *Backend) SetParam(p device.Program, cmd, at, width int, v uint64) {
 // written before its commands; a command whose writes only the host reads
 // runs in the last step only. It does not allocate.
 func (b *Backend) Encode(p device.Program, steps []plans.Step) {
+	b.encode(p, steps, nil)
+}
+
+// EncodeTimed runs program p for one step as Encode does and adds each
+// command's wall time to ns[i] (len(ns) ≥ the program's commands): where a
+// step goes, command by command. A GEMV group's time is its leader's; its
+// members, run by the leader, add nothing. For profiles, not for serving:
+// it reads the clock twice a command.
+func (b *Backend) EncodeTimed(p device.Program, s plans.Step, ns []int64) {
+	b.encode(p, []plans.Step{s}, ns)
+}
+
+// encode is Encode, each command's time added to ns where ns is not nil.
+func (b *Backend) encode(p device.Program, steps []plans.Step, ns []int64) {
 	// A fault on a mapped weight is recorded, not fatal; Wait reports it
 	// (fault.go). A backend that faulted runs nothing until then.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -284,9 +298,13 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 		return
 	}
 	execs := b.progs[p.ID()-1]
+	var t0 time.Time
 	for i, s := range steps {
 		last := i == len(steps)-1
-		for _, e := range execs {
+		for c, e := range execs {
+			if ns != nil {
+				t0 = time.Now()
+			}
 			e.Patch(s)
 			switch {
 			case e.group != nil:
@@ -295,32 +313,10 @@ func (b *Backend) Encode(p device.Program, steps []plans.Step) {
 			default:
 				e.Run()
 			}
+			if ns != nil {
+				ns[c] += int64(time.Since(t0))
+			}
 		}
-	}
-}
-
-// EncodeTimed runs program p for one step as Encode does and adds each
-// command's wall time to ns[i] (len(ns) ≥ the program's commands): where a
-// step goes, command by command. A GEMV group's time is its leader's; its
-// members, run by the leader, add nothing. For profiles, not for serving:
-// the clock reads cost ~50 ns a command.
-func (b *Backend) EncodeTimed(p device.Program, s plans.Step, ns []int64) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer b.pool.catch()
-	if b.pool.faulted.Load() {
-		return
-	}
-	for i, e := range b.progs[p.ID()-1] {
-		t0 := time.Now()
-		e.Patch(s)
-		switch {
-		case e.group != nil:
-			e.group.run()
-		case e.grouped:
-		default:
-			e.Run()
-		}
-		ns[i] += int64(time.Since(t0))
 	}
 }
 
