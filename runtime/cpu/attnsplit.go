@@ -11,9 +11,9 @@ import "math"
 // every output element the bits the one-item form gives it:
 //
 //  1. scores: item (kv head, part) computes the scores of the part's keys
-//     (whole groups of eight, which the score kernel computes alike in any
-//     slot) for the head's query heads into a shared row per query head,
-//     and the part's maximum;
+//     (8 or more, which the pair kernel scores alike wherever the range
+//     starts) for the head's query heads into a shared row per query
+//     head, and the part's maximum;
 //  2. values: item (kv head, part) takes the maximum of the parts',
 //     normalizes a private copy of each query head's whole score row as
 //     the one-item form does (one order of the exponentials' sum), and
@@ -66,7 +66,7 @@ func (s *attnSplit) prepare(a *attention, e *Exec) {
 // for a batch of tokens, or too few keys for every part to hold 8.
 func (s *attnSplit) run(e *Exec) bool {
 	p := &s.a.p
-	if s.parts == 0 || p.NTokens != 1 || int(p.KVLen) < max(splitMinKeys, 8*s.parts*s.parts) {
+	if s.parts == 0 || p.NTokens != 1 || !s.takes(int(p.KVLen)) {
 		return false
 	}
 	_, blocks := s.a.group()
@@ -82,16 +82,25 @@ var negInf = float32(math.Inf(-1))
 // threshold: its rows are cold, and a run of them is worth the pool.
 const coldBytes = 64 << 10
 
-// keys is the kv head's visible key and value rows (f16 bytes), their
-// count, and the range of them that part takes: whole groups of eight but
-// the last.
-func (s *attnSplit) keys(kvh, part int) (kb, vb []byte, n, lo, hi int) {
-	a := s.a
-	_, _, _, kb, vb = a.span(kvh) // one token: item kvh is token 0's kv head kvh
-	n = len(kb) / (2 * int(a.p.HeadDim))
-	c := ((n+s.parts-1)/s.parts + 7) / 8 * 8
-	lo, hi = min(part*c, n), min((part+1)*c, n)
-	return kb, vb, n, lo, hi
+// rows is kv head kvh's visible key and value rows (f16 bytes) and their
+// count.
+func (s *attnSplit) rows(kvh int) (kb, vb []byte, n int) {
+	_, _, _, kb, vb = s.a.span(kvh) // one token: item kvh is token 0's kv head kvh
+	return kb, vb, len(kb) / (2 * int(s.a.p.HeadDim))
+}
+
+// takes reports whether a step of n visible keys is split: from
+// splitMinKeys, and where every part holds 8 keys or more (keyRange).
+func (s *attnSplit) takes(n int) bool { return n >= max(splitMinKeys, 8*s.parts*s.parts) }
+
+// keyRange is the keys [lo, hi) of n that part scores. With n at least
+// 8·parts² (takes) every part holds 8 keys or more, so that the pair kernel
+// scores them all (a key's score has the same bits in any slot of any
+// range it takes; fewer than 8 keys go through the one-head kernel, an
+// ulp apart).
+func (s *attnSplit) keyRange(n, part int) (lo, hi int) {
+	c := (n + s.parts - 1) / s.parts
+	return min(part*c, n), min((part+1)*c, n)
 }
 
 // do is the scores run: items are (kv head, part).
@@ -105,7 +114,8 @@ func (s *attnSplit) do(w, i0, i1 int) {
 	qb := a.e.buf(0)
 	for it := i0; it < i1; it++ {
 		kvh, part := it/s.parts, it%s.parts
-		kb, _, _, lo, hi := s.keys(kvh, part)
+		kb, _, n := s.rows(kvh)
+		lo, hi := s.keyRange(n, part)
 		kr := u16s(kb)
 		if lo < hi {
 			prefetchL2(kb[2*lo*hd : 2*lo*hd+min(2*(hi-lo)*hd, a.ahead)])
@@ -137,7 +147,7 @@ func (v *attnSplitValues) do(w, i0, i1 int) {
 	out := a.e.buf(3)
 	for it := i0; it < i1; it++ {
 		kvh, part := it/s.parts, it%s.parts
-		_, vb, n, _, _ := s.keys(kvh, 0)
+		_, vb, n := s.rows(kvh)
 		vr := u16s(vb)
 		c0 := part * cols
 		prefetchL2(vb[:min(len(vb), a.ahead)]) // rows of which this part reads a slice
