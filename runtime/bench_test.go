@@ -127,6 +127,17 @@ func benchPos(b *testing.B, m *Model, room int) int {
 	return at
 }
 
+// benchPrefill gives sequence 0 of m its first at positions.
+func benchPrefill(b *testing.B, m *Model, at int) {
+	var batch Batch
+	for i := range at {
+		batch.Add(int32(1+i%50), int32(i), 0, i == at-1)
+	}
+	if err := m.Forward(bg, &batch); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkReadBandwidth is the read probe akunu bench divides a CPU
 // decode's bytes by, at 1 and 2 threads and at half and all of the cores:
 // a decode at one or two threads is held to one or two cores' rate, which
@@ -155,13 +166,8 @@ func BenchmarkReadBandwidth(b *testing.B) {
 func BenchmarkForwardRows(b *testing.B) {
 	m := benchModel(b)
 	at := benchPos(b, m, 8)
+	benchPrefill(b, m, at)
 	var batch Batch
-	for i := range at {
-		batch.Add(int32(1+i%50), int32(i), 0, i == at-1)
-	}
-	if err := m.Forward(bg, &batch); err != nil {
-		b.Fatal(err)
-	}
 	for _, rows := range []int{1, 2, 4, 8} {
 		if rows > m.MaxOutputs() {
 			break
@@ -176,43 +182,6 @@ func BenchmarkForwardRows(b *testing.B) {
 				if err := m.Forward(bg, &batch); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
-	}
-}
-
-// BenchmarkDraftShortlist times a draft model's Draft of 7 tokens after a
-// pass that accepted everything (a catch-up of two rows, then a chain),
-// with its LM head over every token and over a shortlist of the ids below
-// 32768 (SetShortlist): ns/op is a draft of 7. AKUNU_BENCH_PLAN and AKUNU_BENCH_DRAFT
-// name the target's and the draft's plans (the Q8_0 and Q4_0 Qwen3-0.6B
-// shapes of scripts/bench-spec.sh), AKUNU_BENCH_THREADS the threads;
-// without them it skips (the small test models have no vocabulary to cut).
-func BenchmarkDraftShortlist(b *testing.B) {
-	target, draft := benchPair(b)
-	prompt := target.Tokenizer.Tokenize("Once upon a time", true, false)
-	for _, n := range []int{0, 32768} {
-		b.Run(fmt.Sprintf("vocab%d", n), func(b *testing.B) {
-			d, err := NewModelDrafter(target, draft, 8)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			d.SetShortlist(n)
-			hist := slices.Clone(prompt)
-			var out []int32
-			for b.Loop() {
-				if len(hist)+16 > draft.Ctx() {
-					hist = hist[:len(prompt)]
-				}
-				if out, err = d.Draft(bg, hist, 7, sampling.Params{}, out[:0]); err != nil {
-					b.Fatal(err)
-				}
-				hist = append(hist, out...)
-				hist = append(hist, out[len(out)-1]) // the target's own token after them
-			}
-			if n > 0 && !d.Shortlisted() {
-				b.Fatal("the shortlist did not take")
 			}
 		})
 	}
@@ -236,16 +205,10 @@ func BenchmarkDecodeCommands(b *testing.B) {
 	if rows < 1 || rows > m.MaxOutputs() {
 		b.Fatalf("AKUNU_BENCH_ROWS %d: from 1 to %d", rows, m.MaxOutputs())
 	}
-	var batch Batch
-	for i := range at {
-		batch.Add(int32(1+i%50), int32(i), 0, i == at-1)
-	}
-	if err := m.Forward(bg, &batch); err != nil {
-		b.Fatal(err)
-	}
+	benchPrefill(b, m, at)
 	prog, step := m.decode, plans.Step{Batch: 1}
 	if rows > 1 { // a Forward of the rows leaves them in the program's inputs
-		batch.Reset()
+		var batch Batch
 		for r := range rows {
 			batch.Add(int32(100+r), int32(at+r), 0, true)
 		}
@@ -305,64 +268,74 @@ func BenchmarkDecodeCommands(b *testing.B) {
 }
 
 // BenchmarkSpecPass times a speculative pass's two parts as the loop
-// runs them, from outside it: a Draft of 7 after a fully accepted pass,
-// then the target's Forward of the 8 rows, and reports each (draft-ms,
-// verify-ms; the sequence grows by 8 a pass and starts again near the
-// context's end); "alone" drafts without the verify between, and the two
-// alternate twice. It showed the loop's drafting to cost what a Draft
-// does alone (docs/runtime.md, session 30).
+// runs them, from outside it: a Draft of 7 after a fully accepted pass (a
+// catch-up of two rows, then a chain), then the target's Forward of the 8
+// rows, and reports each (draft-ms, verify-ms; the sequence grows by 8 a
+// pass and starts again near the context's end). "alone" drafts without
+// the verify between; "vocab32768" has the draft's LM head over the ids
+// below 32768 (SetShortlist). It showed the loop's drafting to cost what
+// a Draft does alone (docs/runtime.md, session 30).
 func BenchmarkSpecPass(b *testing.B) {
 	target, draft := benchPair(b)
 	prompt := target.Tokenizer.Tokenize("Once upon a time", true, false)
-	for _, verify := range []bool{false, true, false, true} {
-		name := "alone"
-		if verify {
-			name = "verify"
-		}
-		b.Run(name, func(b *testing.B) {
-			d, err := NewModelDrafter(target, draft, 8)
-			if err != nil {
-				b.Fatal(err)
+	for _, vocab := range []int{0, 32768} {
+		for _, verify := range []bool{false, true} {
+			name := fmt.Sprintf("alone/vocab%d", vocab)
+			if verify {
+				name = fmt.Sprintf("verify/vocab%d", vocab)
 			}
-			defer d.Close()
-			hist := slices.Clone(prompt)
-			var out []int32
-			var batch Batch
-			var tDraft, tVerify time.Duration
-			target.Rewind(0, 0) // the target holds every token of hist but the last
-			for i, t := range hist[:len(hist)-1] {
-				batch.Add(t, int32(i), 0, i == len(hist)-2)
+			b.Run(name, func(b *testing.B) { benchPass(b, target, draft, prompt, vocab, verify) })
+		}
+	}
+}
+
+// benchPass is a BenchmarkSpecPass case.
+func benchPass(b *testing.B, target, draft *Model, prompt []int32, vocab int, verify bool) {
+	d, err := NewModelDrafter(target, draft, 8)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	d.SetShortlist(vocab)
+	hist := slices.Clone(prompt)
+	var out []int32
+	var batch Batch
+	var tDraft, tVerify time.Duration
+	target.Rewind(0, 0) // the target holds every token of hist but the last
+	for i, t := range hist[:len(hist)-1] {
+		batch.Add(t, int32(i), 0, i == len(hist)-2)
+	}
+	if err := target.Forward(bg, &batch); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if len(hist)+16 > draft.Ctx() {
+			hist = hist[:len(prompt)]
+		}
+		t0 := time.Now()
+		if out, err = d.Draft(bg, hist, 7, sampling.Params{}, out[:0]); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		tDraft += t1.Sub(t0)
+		if verify {
+			target.Rewind(0, len(hist)-1)
+			batch.Reset()
+			batch.Add(hist[len(hist)-1], int32(len(hist)-1), 0, true)
+			for i, t := range out {
+				batch.Add(t, int32(len(hist)+i), 0, true)
 			}
 			if err := target.Forward(bg, &batch); err != nil {
 				b.Fatal(err)
 			}
-			for b.Loop() {
-				if len(hist)+16 > draft.Ctx() {
-					hist = hist[:len(prompt)]
-				}
-				t0 := time.Now()
-				if out, err = d.Draft(bg, hist, 7, sampling.Params{}, out[:0]); err != nil {
-					b.Fatal(err)
-				}
-				t1 := time.Now()
-				tDraft += t1.Sub(t0)
-				if verify {
-					target.Rewind(0, len(hist)-1)
-					batch.Reset()
-					batch.Add(hist[len(hist)-1], int32(len(hist)-1), 0, true)
-					for i, t := range out {
-						batch.Add(t, int32(len(hist)+i), 0, true)
-					}
-					if err := target.Forward(bg, &batch); err != nil {
-						b.Fatal(err)
-					}
-					tVerify += time.Since(t1)
-				}
-				hist = append(hist, out...)
-				hist = append(hist, out[len(out)-1]) // the target's own token after them
-			}
-			b.ReportMetric(float64(tDraft.Microseconds())/1e3/float64(b.N), "draft-ms")
-			b.ReportMetric(float64(tVerify.Microseconds())/1e3/float64(b.N), "verify-ms")
-		})
+			tVerify += time.Since(t1)
+		}
+		hist = append(hist, out...)
+		hist = append(hist, out[len(out)-1]) // the target's own token after them
 	}
+	if vocab > 0 && !d.Shortlisted() {
+		b.Fatal("the shortlist did not take")
+	}
+	b.ReportMetric(float64(tDraft.Microseconds())/1e3/float64(b.N), "draft-ms")
+	b.ReportMetric(float64(tVerify.Microseconds())/1e3/float64(b.N), "verify-ms")
 }
