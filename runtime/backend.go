@@ -82,8 +82,9 @@ type decodeRows interface {
 // planar small GEMMs of 2 to 8 rows against the tiled GEMM of 16 and up,
 // whose replay costs about the same whatever its rows). A replay of r
 // rows, s < r ≤ 2s for s = SplitRows, runs as s rows and then r − s; more
-// rows are one replay, a split into three costing more than the tiled
-// one. 0 splits nothing (the CPU, whose cost grows with the rows).
+// rows are one replay (a split into three or more was not measured
+// against the tiled one). 0 splits nothing (the CPU, whose cost grows
+// with the rows).
 type splitRows interface {
 	SplitRows(p *plans.Plan) int
 }

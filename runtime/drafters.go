@@ -104,9 +104,8 @@ func NewModelDrafter(target, draft *Model, most int) (*ModelDrafter, error) {
 	}
 	most = max(1, most)
 	n := draft.Ctx()
-	d := &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most, self: draft == target,
-		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}
-	return d, nil
+	return &ModelDrafter{m: draft, s: s, q: make([]float32, most*draft.vocab), smp: sampling.New(draft.vocab), most: most, self: draft == target,
+		b: Batch{Tokens: make([]int32, 0, n), Pos: make([]int32, 0, n), Seq: make([]int32, 0, n), Out: make([]bool, 0, n)}}, nil
 }
 
 // SetShortlist has the draft model's LM head compute the logits of the

@@ -168,7 +168,7 @@ func (g *gemv) run(e *Exec) {
 	if g.sub.on {
 		g.sub.fill(g.act, g.yb, 1, n, n, per)
 	}
-	if g.glu { // (the _glu and _res forms are neither x16 nor restricted) // silu_gate's arithmetic, on the whole row as it does
+	if g.glu { // silu_gate's arithmetic, on the whole row as it does (a _glu form is neither x16 nor restricted)
 		gate, up := g.gu[:n/2], g.gu[n/2:n]
 		siluMul(gate, up)
 		g.act.store(g.yb, 0, gate)
